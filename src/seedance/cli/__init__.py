@@ -1,0 +1,1 @@
+"""``seedancectl``: the command-line interface."""

@@ -1,0 +1,202 @@
+"""``seedancectl simulate``: replay a trace under placement policies.
+
+With no arguments it runs the bundled experiment: the six FGD-paper policies on the default
+Alibaba trace, inflation mode, and prints the table beside the paper's numbers.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from seedance.cli.common import dumps, parse_seeds, split_names, write_text
+from seedance.core.errors import InputError
+
+PAPER_POLICIES = "random,dot-product,clustering,packing,best-fit,fgd"
+
+
+class Mode(str, Enum):
+    """Simulation modes."""
+
+    inflation = "inflation"
+    replay = "replay"
+
+
+class Output(str, Enum):
+    """Output formats."""
+
+    table = "table"
+    json = "json"
+    csv = "csv"
+
+
+def expand_pods(paths: list[Path]) -> list[Path]:
+    """Pod-list paths; a folder stands for every ``*pod_list*.csv`` file in it."""
+    out: list[Path] = []
+    for p in paths:
+        if p.is_dir():
+            found = sorted(p.glob("*pod_list*.csv"))
+            if not found:
+                raise InputError("folder holds no pod list (*pod_list*.csv)", source=str(p))
+            out.extend(found)
+        else:
+            out.append(p)
+    return out
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``simulate`` command."""
+
+    @app.command("simulate")
+    def simulate(
+        nodes: Annotated[Path | None, typer.Option(help="Node list CSV (default: the trace's GPU nodes).")] = None,
+        pods: Annotated[
+            list[Path] | None,
+            typer.Option(help="Pod list CSV, repeatable; a folder means every pod list in it (default: default trace)."),
+        ] = None,
+        policy: Annotated[str, typer.Option(help="Placement policies, comma-separated registry names.")] = PAPER_POLICIES,
+        seeds: Annotated[str, typer.Option(help="Seeds: a range '42-51' and/or a list '42,43'.")] = "42-51",
+        mode: Annotated[Mode, typer.Option(help="inflation (FGD paper) or replay (arrivals and departures).")] = Mode.inflation,
+        arrived_max: Annotated[
+            int, typer.Option(help="Inflation: submit pods until the arrived GPU request is PCT% of capacity.")
+        ] = 130,
+        output: Annotated[Output, typer.Option("-o", "--output", help="Output format.")] = Output.table,
+        out: Annotated[Path | None, typer.Option(help="Also write the output to this file.")] = None,
+        report: Annotated[Path | None, typer.Option(help="Write an HTML report with plots (and JSON) here.")] = None,
+        workers: Annotated[int, typer.Option(help="Worker processes.")] = 2,
+        paper: Annotated[
+            Path | None, typer.Option(help="FGD paper results CSV shown beside ours (default: the shared copy).")
+        ] = None,
+    ) -> None:
+        """Simulate placement policies on a trace and compare them."""
+        from seedance.scheduling.framework import make_policy
+        from seedance.traces.paths import DEFAULT_NODES, DEFAULT_PODS, FGD_EXPECTED, data_file
+
+        policies = split_names(policy)
+        for name in policies:  # fail fast on unknown names (lists the valid ones)
+            _check_policy(name, make_policy)
+        seed_list = parse_seeds(seeds)
+        if arrived_max < 1 or arrived_max > 1000:
+            raise InputError(f"must be within 1..1000, got {arrived_max}", source="--arrived-max")
+        if workers < 1:
+            raise InputError("must be >= 1", source="--workers")
+        nodes_path = nodes or data_file(DEFAULT_NODES)
+        pod_paths = expand_pods(pods or [data_file(DEFAULT_PODS)])
+        if mode is Mode.replay:
+            raise InputError("replay mode is not available in this build", source="--mode")
+        paper_results = _load_paper(paper, data_file, FGD_EXPECTED)
+        payload = _run_inflation(
+            nodes_path, pod_paths, policies, seed_list, arrived_max, workers, paper_results, output
+        )
+        text = _render(payload, output)
+        if output is Output.table:
+            console = Console(record=out is not None)
+            console.print(text)
+            if out:
+                write_text(out, console.export_text())
+        else:
+            typer.echo(text)
+            if out:
+                write_text(out, text)
+        if report:
+            from seedance.sim.report import write_inflation_report
+
+            path = write_inflation_report(report, payload["_runs"], payload["_summary"], _public(payload))
+            typer.echo(f"report: {path}", err=True)
+
+
+def _check_policy(name: str, make_policy: Any) -> None:
+    from seedance.scheduling.framework import PLACEMENT_POLICIES
+
+    import seedance.scheduling.policies  # noqa: F401
+
+    PLACEMENT_POLICIES.get(name)
+
+
+def _load_paper(paper: Path | None, data_file: Any, rel: str) -> Any:
+    from seedance.sim.paper import load_paper_results
+
+    if paper is not None:
+        return load_paper_results(paper)
+    try:
+        path = data_file(rel)
+    except InputError:
+        return None
+    return load_paper_results(path) if path.exists() else None
+
+
+def _run_inflation(
+    nodes_path: Path, pod_paths: list[Path], policies: list[str], seeds: list[int], arrived_max: int,
+    workers: int, paper: Any, output: Output,
+) -> dict[str, Any]:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from seedance.sim.experiment import RunSpec, sweep
+    from seedance.sim.summary import summarize
+    from seedance.traces.alibaba import load_nodes, load_pods
+
+    # validate every input file up front: one clear error before any work starts
+    load_nodes(nodes_path)
+    for p in pod_paths:
+        load_pods(p)
+    runs = [
+        RunSpec(str(nodes_path), str(p), pol, s, arrived_max / 100.0, arrived_max)
+        for p in pod_paths for pol in policies for s in seeds
+    ]
+    with Progress(
+        TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
+        TimeElapsedColumn(), console=Console(stderr=True), transient=True,
+    ) as prog:
+        task = prog.add_task("simulating", total=len(runs))
+        results = sweep(runs, workers=workers, progress=lambda r: prog.advance(task))
+    summary = summarize(results, paper)
+    return {
+        "mode": "inflation",
+        "nodes": str(nodes_path),
+        "arrived_max": arrived_max,
+        "results": [r.to_json() for r in results],
+        "summary": [s.to_json() for s in summary],
+        "_runs": results,
+        "_summary": summary,
+    }
+
+
+def _public(payload: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in payload.items() if not k.startswith("_")}
+
+
+def _render(payload: dict[str, Any], output: Output) -> Any:
+    summary = payload["summary"]
+    if output is Output.json:
+        return dumps(_public(payload))
+    if output is Output.csv:
+        buf = io.StringIO()
+        cols = list(summary[0].keys()) if summary else []
+        w = csv.DictWriter(buf, fieldnames=cols)
+        w.writeheader()
+        for row in summary:
+            w.writerow({k: (";".join(map(str, v)) if isinstance(v, list) else v) for k, v in row.items()})
+        return buf.getvalue().rstrip("\n")
+    table = Table(title=f"unallocated GPU % at 100% arrived ({payload['mode']}, mean over seeds)")
+    for col, just in (("trace", "left"), ("policy", "left"), ("seeds", "right"), ("ours %", "right"),
+                      ("sd", "right"), ("paper %", "right"), ("Δ pp", "right"), ("frag %", "right"),
+                      ("wall s", "right")):
+        table.add_column(col, justify=just)  # type: ignore[arg-type]
+    for s in summary:
+        table.add_row(
+            s["trace"], s["policy"], str(len(s["seeds"])), _f(s["unallocated_pct_at_100_mean"]),
+            _f(s["unallocated_pct_at_100_sd"]), _f(s["paper_unallocated_pct_at_100"]), _f(s["delta_pp"]),
+            _f(s["frag_pct_at_100_mean"]), _f(s["wall_s_mean"]),
+        )
+    return table
+
+
+def _f(v: Any) -> str:
+    return "-" if v is None else f"{v:.2f}"

@@ -1,0 +1,299 @@
+"""Nodes, cluster specifications and the columnar cluster state.
+
+``ClusterState`` owns every hot array (free milli-GPU per GPU, free CPU and memory per node) and
+is the only place they change: ``apply`` binds a :class:`~seedance.core.decision.Placement`,
+``release`` gives it back. Policies read the state through the read-only views it exposes
+(``gpu_free``, ``cpu_free``, ...) and never write.
+
+NOTE(seedance): invariants kept by every mutation, and checked there:
+  * 0 <= gpu_free[n, g] <= 1000 for real GPUs; padding columns (g >= gpu_count[n]) stay 0;
+  * 0 <= cpu_free[n] <= cpu capacity, same for memory;
+  * used_gpu_milli == sum over nodes of (capacity - free), i.e. allocation is conserved;
+  * version[n] grows by one on every change of node n, so derived caches can key on it;
+  * shape_id[n] names the node's (model, free CPU, sorted free-GPU multiset): two nodes with
+    the same shape score alike under every GPU-fragmentation measure, so caches key on it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+import numpy as np
+from numpy.typing import NDArray
+
+from seedance.core.catalog import CATALOG, GpuCatalog
+from seedance.core.decision import Placement
+from seedance.core.errors import SeedanceError
+from seedance.core.resources import MILLI_PER_GPU, PodClass, ResourceRequest
+
+I64 = NDArray[np.int64]
+I32 = NDArray[np.int32]
+BoolA = NDArray[np.bool_]
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSpec:
+    """A node's capacity and identity.
+
+    Attributes:
+        name: Unique node name.
+        cpu_milli: Allocatable CPU in milli-cores.
+        memory_mib: Allocatable memory in MiB.
+        gpu_count: Number of GPUs.
+        gpu_model: Canonical catalog name of its GPUs (``None`` for a CPU-only node).
+        labels: Node labels (e.g. ``gpu.sla.level``, ``gpu.mode``).
+    """
+
+    name: str
+    cpu_milli: int
+    memory_mib: int
+    gpu_count: int = 0
+    gpu_model: str | None = None
+    labels: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterSpec:
+    """An ordered, immutable set of nodes. Node index = position in ``nodes``."""
+
+    nodes: tuple[NodeSpec, ...]
+    name: str = "cluster"
+
+    def __post_init__(self) -> None:
+        names = [n.name for n in self.nodes]
+        if len(set(names)) != len(names):
+            raise ValueError("node names must be unique")
+
+    @property
+    def total_gpus(self) -> int:
+        """Number of GPUs in the cluster."""
+        return sum(n.gpu_count for n in self.nodes)
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        """GPU models present, sorted; their positions are the model ids used in arrays."""
+        return tuple(sorted({n.gpu_model for n in self.nodes if n.gpu_model is not None}))
+
+
+class ClusterState:
+    """Columnar, mutable state of a cluster; the single owner of its arrays.
+
+    Args:
+        spec: The nodes.
+        catalog: GPU catalog used to resolve GPU-type constraints.
+    """
+
+    def __init__(self, spec: ClusterSpec, *, catalog: GpuCatalog = CATALOG) -> None:
+        self.spec = spec
+        self.catalog = catalog
+        n = len(spec.nodes)
+        g = max([node.gpu_count for node in spec.nodes] + [1])
+        self.n_nodes = n
+        self.max_gpus = g
+        self.models: tuple[str, ...] = spec.models
+        model_ids = {m: i for i, m in enumerate(self.models)}
+        self.gpu_count: NDArray[np.int32] = np.array([x.gpu_count for x in spec.nodes], dtype=np.int32)
+        self.cpu_capacity: I64 = np.array([x.cpu_milli for x in spec.nodes], dtype=np.int64)
+        self.mem_capacity: I64 = np.array([x.memory_mib for x in spec.nodes], dtype=np.int64)
+        self.model: NDArray[np.int16] = np.array(
+            [model_ids[x.gpu_model] if x.gpu_model is not None else -1 for x in spec.nodes], dtype=np.int16
+        )
+        self._gpu_free: I32 = np.zeros((n, g), dtype=np.int32)
+        for i, node in enumerate(spec.nodes):
+            self._gpu_free[i, : node.gpu_count] = MILLI_PER_GPU
+        self._cpu_free: I64 = self.cpu_capacity.copy()
+        self._mem_free: I64 = self.mem_capacity.copy()
+        self._version: I64 = np.zeros(n, dtype=np.int64)
+        self._free_total: I64 = self._gpu_free.sum(axis=1).astype(np.int64)
+        self._n_full: I32 = (self._gpu_free == MILLI_PER_GPU).sum(axis=1).astype(np.int32)
+        self._max_free: I32 = self._gpu_free.max(axis=1).astype(np.int32)
+        self._class_counts: I32 = np.zeros((n, 2 + g), dtype=np.int32)
+        self._schedulable: BoolA = np.ones(n, dtype=np.bool_)
+        self._rank: I64 = np.arange(n, dtype=np.int64)
+        self.used_gpu_milli = 0
+        self.capacity_gpu_milli = int(self.gpu_count.sum()) * MILLI_PER_GPU
+        # shape registry: id -> (model, cpu_free, free GPUs sorted descending)
+        self._shape_index: dict[tuple[int, int, tuple[int, ...]], int] = {}
+        self._shape_model: NDArray[np.int16] = np.zeros(16, dtype=np.int16)
+        self._shape_cpu: I64 = np.zeros(16, dtype=np.int64)
+        self._shape_free: I32 = np.zeros((16, g), dtype=np.int32)
+        self._shape_id: I64 = np.zeros(n, dtype=np.int64)
+        for i in range(n):
+            self._shape_id[i] = self._intern(i)
+        self._model_masks: dict[tuple[str, ...], BoolA] = {}
+        self._label_masks: dict[tuple[str, tuple[str, ...]], BoolA] = {}
+        self._name_index = {node.name: i for i, node in enumerate(spec.nodes)}
+        # read-only views handed to policies (they track the arrays they view)
+        self.gpu_free = _ro(self._gpu_free)
+        self.cpu_free = _ro(self._cpu_free)
+        self.mem_free = _ro(self._mem_free)
+        self.version = _ro(self._version)
+        self.gpu_free_total = _ro(self._free_total)
+        self.n_full = _ro(self._n_full)
+        self.max_free = _ro(self._max_free)
+        self.class_counts = _ro(self._class_counts)
+        self.schedulable = _ro(self._schedulable)
+        self.rank = _ro(self._rank)
+        self.shape_id = _ro(self._shape_id)
+
+    # ------------------------------------------------------------------ lookups
+    def node_index(self, name: str) -> int:
+        """Index of the node called ``name``."""
+        return self._name_index[name]
+
+    @property
+    def n_shapes(self) -> int:
+        """Number of distinct node shapes seen so far (ids are ``0..n_shapes-1``)."""
+        return len(self._shape_index)
+
+    def shapes(self) -> tuple[NDArray[np.int16], I64, I32]:
+        """Read-only arrays ``(model, cpu_free, sorted free GPUs)`` indexed by shape id."""
+        k = self.n_shapes
+        return _ro(self._shape_model[:k]), _ro(self._shape_cpu[:k]), _ro(self._shape_free[:k])
+
+    def model_mask(self, gpu_types: tuple[str, ...]) -> BoolA:
+        """Nodes whose GPU model is one of ``gpu_types`` (all GPU nodes when empty)."""
+        mask = self._model_masks.get(gpu_types)
+        if mask is None:
+            if gpu_types:
+                wanted = {self.catalog.resolve(t).name for t in gpu_types}
+                ids = [i for i, m in enumerate(self.models) if m in wanted]
+                mask = np.isin(self.model, np.array(ids, dtype=np.int16))
+            else:
+                mask = self.model >= 0
+            mask = _ro(mask)
+            self._model_masks[gpu_types] = mask
+        return mask
+
+    def label_mask(self, key: str, values: Iterable[str]) -> BoolA:
+        """Nodes whose label ``key`` has one of ``values``."""
+        vals = tuple(sorted(values))
+        cache_key = (key, vals)
+        mask = self._label_masks.get(cache_key)
+        if mask is None:
+            mask = _ro(np.array([node.labels.get(key) in vals for node in self.spec.nodes], dtype=np.bool_))
+            self._label_masks[cache_key] = mask
+        return mask
+
+    def node_pods_view(self, node: int) -> tuple[int, int, int, tuple[int, ...]]:
+        """Human-sized snapshot of one node: (cpu free, memory free, model id, free per GPU)."""
+        gc = int(self.gpu_count[node])
+        return (
+            int(self._cpu_free[node]),
+            int(self._mem_free[node]),
+            int(self.model[node]),
+            tuple(int(x) for x in self._gpu_free[node, :gc]),
+        )
+
+    # ------------------------------------------------------------------ control
+    def set_rank(self, rank: Sequence[int] | NDArray[np.int64]) -> None:
+        """Set the tie-break rank of every node (lower wins ties); a permutation of 0..n-1."""
+        arr = np.asarray(rank, dtype=np.int64)
+        if arr.shape != (self.n_nodes,) or not np.array_equal(np.sort(arr), np.arange(self.n_nodes)):
+            raise ValueError("rank must be a permutation of 0..n_nodes-1")
+        self._rank[:] = arr
+
+    def set_schedulable(self, node: int, schedulable: bool) -> None:
+        """Cordon (``False``) or uncordon (``True``) a node."""
+        self._schedulable[node] = schedulable
+        self._version[node] += 1
+
+    # ------------------------------------------------------------------ mutation
+    def apply(self, p: Placement) -> None:
+        """Take the resources of placement ``p``; raise (changing nothing) if they are not free."""
+        n = p.node
+        row = self._gpu_free[n]
+        gc = int(self.gpu_count[n])
+        for g in p.gpus:
+            if not 0 <= g < gc:
+                raise SeedanceError(f"node {n} has no GPU {g}")
+            if row[g] < p.gpu_milli:
+                raise SeedanceError(f"GPU {g} of node {n} has {row[g]} milli free, {p.gpu_milli} asked")
+        if len(set(p.gpus)) != len(p.gpus):
+            raise SeedanceError("a placement names the same GPU twice")
+        if self._cpu_free[n] < p.cpu_milli or self._mem_free[n] < p.memory_mib:
+            raise SeedanceError(f"node {n} lacks CPU or memory for the placement")
+        for g in p.gpus:
+            row[g] -= p.gpu_milli
+        self._cpu_free[n] -= p.cpu_milli
+        self._mem_free[n] -= p.memory_mib
+        self.used_gpu_milli += p.gpu_milli * len(p.gpus)
+        self._class_counts[n, _placement_class(p)] += 1
+        self._touch(n)
+
+    def release(self, p: Placement) -> None:
+        """Give back the resources of a placement made earlier by ``apply``."""
+        n = p.node
+        row = self._gpu_free[n]
+        for g in p.gpus:
+            if row[g] + p.gpu_milli > MILLI_PER_GPU:
+                raise SeedanceError(f"release would push GPU {g} of node {n} over 1000 milli")
+        cls = _placement_class(p)
+        if self._class_counts[n, cls] <= 0:
+            raise SeedanceError(f"release of a placement never applied on node {n}")
+        if (
+            self._cpu_free[n] + p.cpu_milli > self.cpu_capacity[n]
+            or self._mem_free[n] + p.memory_mib > self.mem_capacity[n]
+        ):
+            raise SeedanceError(f"release would push node {n} over its CPU or memory capacity")
+        for g in p.gpus:
+            row[g] += p.gpu_milli
+        self._cpu_free[n] += p.cpu_milli
+        self._mem_free[n] += p.memory_mib
+        self.used_gpu_milli -= p.gpu_milli * len(p.gpus)
+        self._class_counts[n, cls] -= 1
+        self._touch(n)
+
+    def fits_anywhere_ever(self, req: ResourceRequest) -> bool:
+        """Whether an empty node of this cluster could host ``req`` at all."""
+        ok = (self.cpu_capacity >= req.cpu_milli) & (self.mem_capacity >= req.memory_mib)
+        if req.num_gpu:
+            ok &= self.model_mask(req.gpu_types) & (self.gpu_count >= req.num_gpu)
+        return bool(ok.any())
+
+    # ------------------------------------------------------------------ internals
+    def _touch(self, n: int) -> None:
+        row = self._gpu_free[n]
+        self._free_total[n] = int(row.sum())
+        self._n_full[n] = int((row == MILLI_PER_GPU).sum())
+        self._max_free[n] = int(row.max())
+        self._version[n] += 1
+        self._shape_id[n] = self._intern(n)
+
+    def _intern(self, n: int) -> int:
+        free = tuple(sorted((int(x) for x in self._gpu_free[n]), reverse=True))
+        key = (int(self.model[n]), int(self._cpu_free[n]), free)
+        sid = self._shape_index.get(key)
+        if sid is None:
+            sid = len(self._shape_index)
+            if sid >= len(self._shape_cpu):
+                self._grow_shapes()
+            self._shape_index[key] = sid
+            self._shape_model[sid] = key[0]
+            self._shape_cpu[sid] = key[1]
+            self._shape_free[sid] = free
+        return sid
+
+    def _grow_shapes(self) -> None:
+        cap = 2 * len(self._shape_cpu)
+        self._shape_model = np.resize(self._shape_model, cap)
+        self._shape_cpu = np.resize(self._shape_cpu, cap)
+        grown = np.zeros((cap, self.max_gpus), dtype=np.int32)
+        grown[: len(self._shape_free)] = self._shape_free
+        self._shape_free = grown
+
+
+def _placement_class(p: Placement) -> int:
+    if not p.gpus:
+        return PodClass.CPU_ONLY
+    if len(p.gpus) == 1 and p.gpu_milli < MILLI_PER_GPU:
+        return PodClass.SHARE
+    return PodClass.WHOLE + len(p.gpus)
+
+
+def _ro(a: NDArray[np.generic]) -> NDArray[np.generic]:  # type: ignore[type-var]
+    v = a.view()
+    v.flags.writeable = False
+    return v

@@ -1,0 +1,79 @@
+"""A generic, case-insensitive name registry for plug-in families.
+
+Every plug-in family (placement policies, queue orders, batchers, ...) owns one ``Registry``
+instance, created where the family's base class lives. Registration happens at import time of
+the plug-in module through the decorator, so a family's package ``__init__`` imports its modules.
+
+>>> reg: Registry[type] = Registry("demo")
+>>> @reg.register("best-fit", aliases=("bf",))
+... class BestFit: ...
+>>> reg.get("BF") is BestFit
+True
+>>> reg.get("nope")
+Traceback (most recent call last):
+...
+seedance.core.errors.UnknownNameError: unknown demo 'nope'; valid names: best-fit
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Generic, TypeVar
+
+from seedance.core.errors import UnknownNameError
+
+T = TypeVar("T")
+
+
+class Registry(Generic[T]):
+    """Maps names (and aliases) to plug-ins of one family."""
+
+    def __init__(self, family: str) -> None:
+        self.family = family
+        self._items: dict[str, T] = {}
+        self._aliases: dict[str, str] = {}
+
+    def register(self, name: str, *, aliases: tuple[str, ...] = ()) -> Callable[[T], T]:
+        """Decorator registering ``obj`` under ``name`` (and ``aliases``)."""
+
+        def deco(obj: T) -> T:
+            self.add(name, obj, aliases=aliases)
+            return obj
+
+        return deco
+
+    def add(self, name: str, obj: T, *, aliases: tuple[str, ...] = ()) -> None:
+        """Register ``obj`` under ``name``; a name already taken by another object is an error."""
+        key = name.lower()
+        if key in self._items and self._items[key] is not obj:
+            raise ValueError(f"{self.family} {name!r} is already registered")
+        self._items[key] = obj
+        for alias in aliases:
+            self._aliases[alias.lower()] = key
+
+    def get(self, name: str) -> T:
+        """Return the plug-in called ``name`` (case-insensitive, aliases accepted)."""
+        key = name.strip().lower()
+        key = self._aliases.get(key, key)
+        try:
+            return self._items[key]
+        except KeyError:
+            raise UnknownNameError(
+                f"unknown {self.family} {name!r}; valid names: {', '.join(self.names())}"
+            ) from None
+
+    def names(self) -> list[str]:
+        """Registered canonical names, in registration order."""
+        return list(self._items)
+
+    def __contains__(self, name: object) -> bool:
+        if not isinstance(name, str):
+            return False
+        key = name.strip().lower()
+        return self._aliases.get(key, key) in self._items
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)

@@ -1,0 +1,241 @@
+"""The scheduling framework: filter plugins, placement policies, and the scheduler that runs them.
+
+NOTE(seedance): the algorithm, once.
+  1. Filter: every filter plugin returns a boolean mask over nodes; a node is feasible when all
+     masks hold. Filters are vectorised over the whole cluster (numpy), never per node in Python.
+  2. Score: the placement policy scores the feasible nodes with integers (higher is better). With
+     exactly one feasible node, scoring is skipped (kube-scheduler does the same).
+  3. Select: the node with the highest score wins; ties go to the lowest ``rank`` (a per-cluster
+     permutation: the simulator draws it per seed, the control plane uses a stable order). The
+     policy then picks the GPUs on that node.
+  4. Bind: the driver applies the returned frozen ``Decision`` to its ``ClusterState``.
+  Policies only read the state. A policy may keep *learned* state, fed only through
+  ``observe`` with pods that have already arrived, and memo tables keyed on node shapes; neither
+  changes what a given snapshot decides.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import numpy as np
+from numpy.typing import NDArray
+
+from seedance.core.cluster import ClusterState
+from seedance.core.decision import Decision, Outcome, Placement
+from seedance.core.registry import Registry
+from seedance.core.resources import MILLI_PER_GPU, ResourceRequest
+from seedance.scheduling.tasktypes import TaskTypes
+
+BoolA = NDArray[np.bool_]
+Nodes = NDArray[np.intp]
+Scores = NDArray[np.int64]
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyContext:
+    """What a policy may know when it is built.
+
+    Attributes:
+        seed: Seed for policies that draw random numbers (``random``).
+        task_types: The target workload's task-type distribution. FGD is *given* this (oracle
+            knowledge, as in the paper); online policies must not read it.
+        options: Policy-specific options (validated by the policy).
+    """
+
+    seed: int = 0
+    task_types: TaskTypes | None = None
+    options: dict[str, object] = field(default_factory=dict)
+
+
+class FilterPlugin(ABC):
+    """A filter stage: which nodes can host a request right now."""
+
+    name: ClassVar[str]
+
+    @abstractmethod
+    def mask(self, view: ClusterState, req: ResourceRequest) -> BoolA:
+        """Called once per scheduling attempt; returns a boolean mask over all nodes."""
+
+
+class Schedulable(FilterPlugin):
+    """Nodes not cordoned."""
+
+    name = "NodeSchedulable"
+
+    def mask(self, view: ClusterState, req: ResourceRequest) -> BoolA:
+        return view.schedulable
+
+
+class ResourcesFit(FilterPlugin):
+    """Free CPU and memory cover the request (kube-scheduler's NodeResourcesFit)."""
+
+    name = "NodeResourcesFit"
+
+    def mask(self, view: ClusterState, req: ResourceRequest) -> BoolA:
+        return (view.cpu_free >= req.cpu_milli) & (view.mem_free >= req.memory_mib)
+
+
+class GpuModelMatch(FilterPlugin):
+    """The node's GPU model is one the request accepts (GPU requests only)."""
+
+    name = "GpuModelMatch"
+
+    def mask(self, view: ClusterState, req: ResourceRequest) -> BoolA:
+        if req.num_gpu == 0:
+            return np.ones(view.n_nodes, dtype=np.bool_)
+        return view.model_mask(req.gpu_types)
+
+
+class GpuFit(FilterPlugin):
+    """Enough GPU: one GPU with ``gpu_milli`` free for a share, ``num_gpu`` idle GPUs otherwise."""
+
+    name = "GpuFit"
+
+    def mask(self, view: ClusterState, req: ResourceRequest) -> BoolA:
+        if req.num_gpu == 0:
+            return np.ones(view.n_nodes, dtype=np.bool_)
+        if req.is_sharing:
+            return view.max_free >= req.gpu_milli
+        return view.n_full >= req.num_gpu
+
+
+DEFAULT_FILTERS: tuple[FilterPlugin, ...] = (Schedulable(), ResourcesFit(), GpuModelMatch(), GpuFit())
+
+
+class PlacementPolicy(ABC):
+    """Scores feasible nodes and picks GPUs inside the chosen one.
+
+    Subclasses register with ``@PLACEMENT_POLICIES.register("name")`` and set ``name``.
+    """
+
+    name: ClassVar[str]
+    #: One line on what the policy does, shown by ``seedancectl policies``.
+    summary: ClassVar[str] = ""
+
+    def __init__(self, ctx: PolicyContext) -> None:
+        self.ctx = ctx
+
+    def observe(self, req: ResourceRequest) -> None:  # noqa: B027 - optional hook, default no-op
+        """Called once for every pod as it arrives, before its decision (online learning)."""
+
+    @abstractmethod
+    def score(self, view: ClusterState, req: ResourceRequest, nodes: Nodes) -> Scores:
+        """Called once per pod with two or more feasible ``nodes``; returns one integer per node."""
+
+    def select_gpus(self, view: ClusterState, req: ResourceRequest, node: int) -> tuple[int, ...]:
+        """Called once per bound pod, on the chosen node; the default is best-fit."""
+        return best_fit_gpus(view, req, node)
+
+
+PLACEMENT_POLICIES: Registry[type[PlacementPolicy]] = Registry("placement policy")
+
+
+def make_policy(name: str, ctx: PolicyContext | None = None) -> PlacementPolicy:
+    """Build the policy registered as ``name`` (unknown names list the valid ones)."""
+    import seedance.scheduling.policies  # noqa: F401  (registers the built-in policies)
+
+    cls = PLACEMENT_POLICIES.get(name)
+    return cls(ctx or PolicyContext())
+
+
+def best_fit_gpus(view: ClusterState, req: ResourceRequest, node: int) -> tuple[int, ...]:
+    """GPU choice shared by most policies.
+
+    A share goes to the fitting GPU with the least free milli (lowest index on ties); whole
+    GPUs are the lowest-index idle ones; a CPU-only request takes none.
+    """
+    if req.num_gpu == 0:
+        return ()
+    row = view.gpu_free[node]
+    if req.is_sharing:
+        cand = np.where(row >= req.gpu_milli, row, np.iinfo(np.int32).max)
+        return (int(cand.argmin()),)
+    idle = np.flatnonzero(row == MILLI_PER_GPU)
+    return tuple(int(g) for g in idle[: req.num_gpu])
+
+
+class Scheduler:
+    """Runs filter → score → select for one request at a time; returns frozen decisions.
+
+    Args:
+        policy: The placement policy.
+        filters: Filter plugins (defaults: schedulable, CPU/memory fit, GPU model, GPU fit).
+        explain: Add per-filter rejection counts and the runner-up nodes to every decision.
+    """
+
+    def __init__(
+        self, policy: PlacementPolicy, filters: Sequence[FilterPlugin] = DEFAULT_FILTERS, *, explain: bool = False
+    ) -> None:
+        self.policy = policy
+        self.filters = tuple(filters)
+        self.explain = explain
+
+    def feasible(self, view: ClusterState, req: ResourceRequest) -> BoolA:
+        """Mask of nodes that pass every filter."""
+        mask = self.filters[0].mask(view, req)
+        for f in self.filters[1:]:
+            mask = mask & f.mask(view, req)
+        return mask
+
+    def decide(self, view: ClusterState, req: ResourceRequest, pod: int = -1) -> Decision:
+        """Decide where ``req`` goes now (or why it cannot go anywhere)."""
+        nodes = np.flatnonzero(self.feasible(view, req))
+        if nodes.size == 0:
+            return self._no_fit(view, req, pod)
+        score: int | None = None
+        if nodes.size == 1:
+            node = int(nodes[0])
+            scores = None
+        else:
+            scores = self.policy.score(view, req, nodes)
+            best = scores.max()
+            cand = nodes[scores == best]
+            node = int(cand[np.argmin(view.rank[cand])]) if cand.size > 1 else int(cand[0])
+            score = int(best)
+        gpus = self.policy.select_gpus(view, req, node)
+        placement = Placement(node, gpus, req.gpu_milli, req.cpu_milli, req.memory_mib)
+        explanation: dict[str, object] = {"policy": self.policy.name, "feasible_nodes": int(nodes.size)}
+        if self.explain:
+            explanation.update(self._details(view, req, nodes, scores, node))
+        reason = f"{self.policy.name}: best of {nodes.size} feasible node(s)"
+        if score is not None:
+            reason += f", score {score}"
+        return Decision(pod, Outcome.BIND, placement, score=score, reason=reason, explanation=explanation)
+
+    def rejections(self, view: ClusterState, req: ResourceRequest) -> dict[str, int]:
+        """How many nodes each filter rejects on its own (explanations of pending pods)."""
+        return {f.name: int((~f.mask(view, req)).sum()) for f in self.filters}
+
+    def _no_fit(self, view: ClusterState, req: ResourceRequest, pod: int) -> Decision:
+        ever = view.fits_anywhere_ever(req)
+        outcome = Outcome.PENDING if ever else Outcome.REJECT
+        rej = self.rejections(view, req)
+        worst = max(rej, key=lambda k: rej[k])
+        reason = (
+            f"no node fits now ({worst} rejects {rej[worst]} of {view.n_nodes})"
+            if ever
+            else "no node of this cluster could ever fit the request"
+        )
+        return Decision(
+            pod, outcome, reason=reason,
+            explanation={"policy": self.policy.name, "feasible_nodes": 0, "rejected_by": rej},
+        )
+
+    def _details(
+        self, view: ClusterState, req: ResourceRequest, nodes: Nodes, scores: Scores | None, node: int
+    ) -> dict[str, object]:
+        out: dict[str, object] = {"rejected_by": self.rejections(view, req)}
+        if scores is not None:
+            order = np.lexsort((view.rank[nodes], -scores))[:5]
+            out["top"] = [
+                {"node": view.spec.nodes[int(nodes[i])].name, "score": int(scores[i]),
+                 "rank": int(view.rank[nodes[i]])}
+                for i in order
+            ]
+            out["tie"] = int((scores == scores.max()).sum())
+        out["node"] = view.spec.nodes[node].name
+        return out

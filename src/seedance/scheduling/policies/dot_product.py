@@ -1,0 +1,31 @@
+"""``dot-product``: Tetris-style alignment of the request and the node's free vector.
+
+Node vector ``[cpu_free/128000, gpu_free/8000]``, pod vector ``[cpu/128000, gpu/8000]`` (fixed
+normalisers, as in the FGD paper's simulator); score ``int(100 * (1 - dot/2))``, so the node with the
+*smallest* dot product wins. GPUs by best fit.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from seedance.core.cluster import ClusterState
+from seedance.core.resources import ResourceRequest
+from seedance.scheduling.framework import PLACEMENT_POLICIES, Nodes, PlacementPolicy, Scores
+
+MAX_CPU = 128000.0
+MAX_GPU = 8000.0
+
+
+@PLACEMENT_POLICIES.register("dot-product", aliases=("dotprod", "tetris"))
+class DotProduct(PlacementPolicy):
+    """Prefers nodes whose free resources align least with the request."""
+
+    name = "dot-product"
+    summary = "Tetris dot product of free and requested CPU/GPU, smallest first (FGD paper baseline)"
+
+    def score(self, view: ClusterState, req: ResourceRequest, nodes: Nodes) -> Scores:
+        n0 = view.cpu_free[nodes] / MAX_CPU
+        n1 = view.gpu_free_total[nodes] / MAX_GPU
+        dot = n0 * (req.cpu_milli / MAX_CPU) + n1 * (req.total_gpu_milli / MAX_GPU)
+        return np.trunc(100.0 * (1.0 - dot / 2.0)).astype(np.int64)

@@ -1,0 +1,135 @@
+"""``fgd``: Fragmentation Gradient Descent (Weng et al., USENIX ATC '23).
+
+NOTE(seedance): place each pod where it increases the expected GPU fragmentation of the node the
+least. Fragmentation is measured against the target workload's task-type distribution, which
+FGD is *given* (``PolicyContext.task_types``: oracle knowledge of the workload). The node score
+is ``int(100 * sigmoid((frag_before - frag_after) / 1000))``; for a share it is the best over the
+node's fitting GPUs, and that GPU (lowest index among equal integer scores) is the one used.
+Scores are memoised per (request, node shape), which changes no decision.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+from seedance.core.cluster import ClusterState
+from seedance.core.resources import MILLI_PER_GPU, ResourceRequest
+from seedance.scheduling.fragmentation import FragModel
+from seedance.scheduling.framework import (
+    PLACEMENT_POLICIES,
+    Nodes,
+    PlacementPolicy,
+    PolicyContext,
+    Scores,
+    best_fit_gpus,
+)
+from seedance.scheduling.tasktypes import TaskTypes
+
+ScoreKey = tuple[int, int, int]
+
+
+def sigmoid_score(delta_milli: NDArray[np.float64]) -> NDArray[np.int64]:
+    """FGD's integer score of a fragmentation decrease given in milli-GPU."""
+    return np.trunc(100.0 / (1.0 + np.exp(-delta_milli / 1000.0))).astype(np.int64)
+
+
+class FragmentationScorer:
+    """Scores placements by fragmentation change; shared by FGD and its online variants.
+
+    Args:
+        model: The fragmentation model (bound to one cluster state).
+    """
+
+    def __init__(self, model: FragModel) -> None:
+        self.model = model
+        self._cache: dict[ScoreKey, NDArray[np.int16]] = {}
+
+    def node_scores(self, req: ResourceRequest, nodes: Nodes) -> Scores:
+        """Integer score of each node in ``nodes`` for ``req`` (memoised per node shape)."""
+        state = self.model.state
+        key = (req.cpu_milli, req.num_gpu, req.gpu_milli)
+        cache = self._cache.get(key)
+        n = state.n_shapes
+        if cache is None or len(cache) < n:
+            grown = np.full(max(n, 64 if cache is None else 2 * len(cache)), -1, dtype=np.int16)
+            if cache is not None:
+                grown[: len(cache)] = cache
+            cache = grown
+            self._cache[key] = cache
+        sids = state.shape_id[nodes]
+        out = cache[sids]
+        missing = out < 0
+        if missing.any():
+            todo = np.unique(sids[missing])
+            cache[todo] = self._score_shapes(req, todo)
+            out = cache[sids]
+        return out.astype(np.int64)
+
+    def _score_shapes(self, req: ResourceRequest, sids: NDArray[np.int64]) -> NDArray[np.int64]:
+        model, cpu, free = self.model.state.shapes()
+        m, c, f = model[sids], cpu[sids], free[sids]
+        before = self.model.shape_frag(sids)
+        if req.is_sharing:
+            s, g = f.shape
+            # candidate j of shape i: take the share from GPU j (free sorted descending)
+            after_free = np.repeat(f[:, None, :], g, axis=1)  # S, G(candidate), G
+            idx = np.arange(g)
+            after_free[:, idx, idx] -= req.gpu_milli
+            valid = f >= req.gpu_milli  # S, G
+            after = self.model.frag(
+                np.repeat(c - req.cpu_milli, g), after_free.reshape(s * g, g), np.repeat(m, g)
+            ).reshape(s, g)
+            scores = sigmoid_score(before[:, None] - after)
+            return np.where(valid, scores, -1).max(axis=1)
+        after_free = f.copy()
+        if req.num_gpu:
+            # free is sorted descending, so the first k columns are the idle GPUs taken
+            after_free[:, : req.num_gpu] -= MILLI_PER_GPU
+        after = self.model.frag(c - req.cpu_milli, after_free, m)
+        return sigmoid_score(before - after)
+
+    def gpu_for_share(self, req: ResourceRequest, node: int) -> int:
+        """The GPU of ``node`` whose use scores highest (lowest index among equal integers)."""
+        state = self.model.state
+        row = state.gpu_free[node]
+        g = row.size
+        before = self.model.shape_frag(state.shape_id[node : node + 1])[0]
+        after_free = np.repeat(row[None, :], g, axis=0).copy()
+        after_free[np.arange(g), np.arange(g)] -= req.gpu_milli
+        after = self.model.frag(
+            np.full(g, state.cpu_free[node] - req.cpu_milli, dtype=np.int64),
+            after_free,
+            np.full(g, state.model[node], dtype=np.int16),
+        )
+        scores = np.where(row >= req.gpu_milli, sigmoid_score(before - after), -1)
+        return int(np.argmax(scores))
+
+
+@PLACEMENT_POLICIES.register("fgd")
+class Fgd(PlacementPolicy):
+    """Fragmentation gradient descent over the given target workload."""
+
+    name = "fgd"
+    summary = "fragmentation gradient descent, told the workload's task types in advance (ATC'23)"
+
+    def __init__(self, ctx: PolicyContext) -> None:
+        super().__init__(ctx)
+        if ctx.task_types is None:
+            raise ValueError("fgd needs the target workload's task types (PolicyContext.task_types)")
+        self.task_types: TaskTypes = ctx.task_types
+        self._scorer: FragmentationScorer | None = None
+
+    def scorer(self, view: ClusterState) -> FragmentationScorer:
+        """The scorer bound to ``view`` (rebuilt if a different state is passed)."""
+        if self._scorer is None or self._scorer.model.state is not view:
+            self._scorer = FragmentationScorer(FragModel(self.task_types, view))
+        return self._scorer
+
+    def score(self, view: ClusterState, req: ResourceRequest, nodes: Nodes) -> Scores:
+        return self.scorer(view).node_scores(req, nodes)
+
+    def select_gpus(self, view: ClusterState, req: ResourceRequest, node: int) -> tuple[int, ...]:
+        if req.is_sharing:
+            return (self.scorer(view).gpu_for_share(req, node),)
+        return best_fit_gpus(view, req, node)

@@ -1,0 +1,37 @@
+"""``packing``: GPU packing in integer tiers (FGD paper baseline).
+
+CPU-only pods score 0 everywhere. An idle node scores ``max(33 - F, F)`` (``F`` its idle GPUs, so
+small idle nodes first). Otherwise, taking the ``k`` tightest fitting GPUs: if ``u > 0`` of them
+are idle the score is ``max(50 - u, 33)``; if all are already shared it is
+``max(100 - (Σ free*100//1000)//10, 50)``, so the fullest shared GPU wins. GPUs by best fit.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from seedance.core.cluster import ClusterState
+from seedance.core.resources import MILLI_PER_GPU, ResourceRequest
+from seedance.scheduling.framework import PLACEMENT_POLICIES, Nodes, PlacementPolicy, Scores
+
+
+@PLACEMENT_POLICIES.register("packing", aliases=("gpu-packing", "gpupacking"))
+class GpuPacking(PlacementPolicy):
+    """Shared GPUs first, then partly used nodes, then the smallest idle node."""
+
+    name = "packing"
+    summary = "fill shared GPUs, then used nodes, then small idle nodes (FGD paper baseline)"
+
+    def score(self, view: ClusterState, req: ResourceRequest, nodes: Nodes) -> Scores:
+        if req.num_gpu == 0:
+            return np.zeros(nodes.size, dtype=np.int64)
+        full = view.n_full[nodes].astype(np.int64)
+        idle = full == view.gpu_count[nodes]
+        if req.is_sharing:
+            rows = view.gpu_free[nodes]
+            tight = np.where(rows >= req.gpu_milli, rows, np.iinfo(np.int32).max).min(axis=1).astype(np.int64)
+            shared = np.maximum(100 - (tight * 100 // MILLI_PER_GPU) // 10, 50)
+            busy = np.where(tight == MILLI_PER_GPU, max(50 - 1, 33), shared)
+        else:
+            busy = np.full(nodes.size, max(50 - req.num_gpu, 33), dtype=np.int64)
+        return np.where(idle, np.maximum(33 - full, full), busy).astype(np.int64)
