@@ -1,0 +1,5 @@
+"""SLA tiers (Gold / Silver / Bronze) as policy bundles."""
+
+from seedance.tiers.config import DEFAULT_TIER_CONFIG, SliceBackend, TierConfig, TierSpec, load_tier_config
+
+__all__ = ["DEFAULT_TIER_CONFIG", "SliceBackend", "TierConfig", "TierSpec", "load_tier_config"]
