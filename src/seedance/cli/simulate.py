@@ -74,6 +74,13 @@ def register(app: typer.Typer) -> None:
         paper: Annotated[
             Path | None, typer.Option(help="FGD paper results CSV shown beside ours (default: the shared copy).")
         ] = None,
+        capacity_scale: Annotated[
+            float, typer.Option(help="Replay: keep about this share of the nodes (same mix of node kinds).")
+        ] = 1.0,
+        queue_order: Annotated[str, typer.Option(help="Replay: queue-sort plug-in for pending pods.")] = "fifo",
+        end: Annotated[
+            str, typer.Option(help="Replay: 'fixed' (leave at deletion time) or 'shifted' (run full duration).")
+        ] = "fixed",
     ) -> None:
         """Simulate placement policies on a trace and compare them."""
         from seedance.scheduling.framework import make_policy
@@ -90,26 +97,81 @@ def register(app: typer.Typer) -> None:
         nodes_path = nodes or data_file(DEFAULT_NODES)
         pod_paths = expand_pods(pods or [data_file(DEFAULT_PODS)])
         if mode is Mode.replay:
-            raise InputError("replay mode is not available in this build", source="--mode")
+            payload = _run_replay(nodes_path, pod_paths, policies, seed_list, capacity_scale, queue_order, end)
+            _emit(payload, output, out, _render_replay)
+            if report:
+                from seedance.sim.report import write_replay_report
+
+                path = write_replay_report(report, payload["_runs"], _public(payload))
+                typer.echo(f"report: {path}", err=True)
+            return
         paper_results = _load_paper(paper, data_file, FGD_EXPECTED)
         payload = _run_inflation(
             nodes_path, pod_paths, policies, seed_list, arrived_max, workers, paper_results, output
         )
-        text = _render(payload, output)
-        if output is Output.table:
-            console = Console(record=out is not None)
-            console.print(text)
-            if out:
-                write_text(out, console.export_text())
-        else:
-            typer.echo(text)
-            if out:
-                write_text(out, text)
+        _emit(payload, output, out, _render)
         if report:
             from seedance.sim.report import write_inflation_report
 
             path = write_inflation_report(report, payload["_runs"], payload["_summary"], _public(payload))
             typer.echo(f"report: {path}", err=True)
+
+
+def _emit(payload: dict[str, Any], output: Output, out: Path | None, render: Any) -> None:
+    text = render(payload, output)
+    if output is Output.table:
+        console = Console(record=out is not None, width=max(Console().width, 120))
+        console.print(text)
+        if out:
+            write_text(out, console.export_text())
+    else:
+        typer.echo(text)
+        if out:
+            write_text(out, text)
+
+
+def _run_replay(
+    nodes_path: Path, pod_paths: list[Path], policies: list[str], seeds: list[int], capacity_scale: float,
+    queue_order: str, end: str,
+) -> dict[str, Any]:
+    from seedance.scheduling.queueing import QUEUE_ORDERS
+    from seedance.sim.replay import run_replay
+    from seedance.traces.alibaba import load_nodes, load_pods
+
+    QUEUE_ORDERS.get(queue_order)
+    spec = load_nodes(nodes_path)
+    traces = [(p, load_pods(p)) for p in pod_paths]
+    runs = [
+        run_replay(spec, trace, pol, seed=s, capacity_scale=capacity_scale, queue_order=queue_order, end=end,
+                   trace_name=p.stem.removeprefix("openb_pod_list_"))
+        for p, trace in traces for pol in policies for s in seeds
+    ]
+    return {
+        "mode": "replay", "nodes": str(nodes_path), "capacity_scale": capacity_scale, "queue_order": queue_order,
+        "end": end, "results": [r.to_json() for r in runs], "_runs": runs,
+    }
+
+
+def _render_replay(payload: dict[str, Any], output: Output) -> Any:
+    rows = [{k: v for k, v in r.items() if k != "timeline"} for r in payload["results"]]
+    if output is Output.json:
+        return dumps(_public(payload))
+    if output is Output.csv:
+        buf = io.StringIO()
+        w = csv.DictWriter(buf, fieldnames=list(rows[0].keys()) if rows else [])
+        w.writeheader()
+        w.writerows(rows)
+        return buf.getvalue().rstrip("\n")
+    table = Table(title=f"replay (capacity scale {payload['capacity_scale']:g}, queue {payload['queue_order']})")
+    cols = ("trace", "policy", "seed", "nodes", "gpus", "pods", "scheduled", "never_scheduled", "utilization_pct",
+            "queue_delay_s_mean", "queue_delay_s_p99", "wall_s")
+    heads = ("trace", "policy", "seed", "nodes", "GPUs", "pods", "sched", "never", "util %", "delay s",
+             "p99 s", "wall s")
+    for c, h in zip(cols, heads, strict=True):
+        table.add_column(h, justify="left" if c in ("trace", "policy") else "right", no_wrap=True)
+    for r in rows:
+        table.add_row(*(str(r[c]) for c in cols))
+    return table
 
 
 def _check_policy(name: str, make_policy: Any) -> None:
@@ -188,7 +250,7 @@ def _render(payload: dict[str, Any], output: Output) -> Any:
     for col, just in (("trace", "left"), ("policy", "left"), ("seeds", "right"), ("ours %", "right"),
                       ("sd", "right"), ("paper %", "right"), ("Δ pp", "right"), ("frag %", "right"),
                       ("wall s", "right")):
-        table.add_column(col, justify=just)  # type: ignore[arg-type]
+        table.add_column(col, justify=just, no_wrap=True)  # type: ignore[arg-type]
     for s in summary:
         table.add_row(
             s["trace"], s["policy"], str(len(s["seeds"])), _f(s["unallocated_pct_at_100_mean"]),

@@ -93,3 +93,43 @@ computed from the FGD authors' published per-seed results for the same seeds.</p
     path = out / "report.html"
     path.write_text(doc, encoding="utf-8")
     return path
+
+
+def write_replay_report(directory: str | Path, runs: Sequence[Any], payload: dict[str, Any]) -> Path:
+    """Write ``report.html`` (allocation over time per run) and ``results.json`` into ``directory``."""
+    import json
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(json.dumps(payload, indent=2), encoding="utf-8")
+    fig, ax = plt.subplots(figsize=(8, 4))
+    for r in runs:
+        days = [t / 86400.0 for t in r.timeline_t]
+        ax.plot(days, r.timeline_alloc_pct, label=f"{r.trace}/{r.policy}/s{r.seed}", linewidth=1.0)
+    ax.set_xlabel("trace time (days)")
+    ax.set_ylabel("GPU allocation (% of cluster)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    img = _png(fig)
+    plt.close(fig)
+    rows = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in (
+            r.trace, r.policy, r.seed, r.n_nodes, r.total_gpus, r.pods, r.scheduled, r.never_scheduled,
+            r.utilization_pct, r.queue_delay_s_mean, r.queue_delay_s_p99,
+        )) + "</tr>"
+        for r in runs
+    )
+    doc = f"""<!doctype html><html><head><meta charset="utf-8"><title>Seedance replay report</title>
+<style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:3px 8px}}</style>
+</head><body><h1>Seedance replay report</h1><p>Capacity scale {payload.get("capacity_scale")}.</p>
+<table><tr><th>trace</th><th>policy</th><th>seed</th><th>nodes</th><th>GPUs</th><th>pods</th><th>scheduled</th>
+<th>never scheduled</th><th>utilization %</th><th>queue delay mean s</th><th>p99 s</th></tr>{rows}</table>
+<img alt="allocation over time" src="data:image/png;base64,{img}"/></body></html>"""
+    path = out / "report.html"
+    path.write_text(doc, encoding="utf-8")
+    return path
