@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import csv
 import io
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -22,14 +22,14 @@ from seedance.core.errors import InputError
 PAPER_POLICIES = "random,dot-product,clustering,packing,best-fit,fgd"
 
 
-class Mode(str, Enum):
+class Mode(StrEnum):
     """Simulation modes."""
 
     inflation = "inflation"
     replay = "replay"
 
 
-class Output(str, Enum):
+class Output(StrEnum):
     """Output formats."""
 
     table = "table"
@@ -56,30 +56,45 @@ def register(app: typer.Typer) -> None:
 
     @app.command("simulate")
     def simulate(
-        nodes: Annotated[Path | None, typer.Option(help="Node list CSV (default: the trace's GPU nodes).")] = None,
+        nodes: Annotated[
+            Path | None, typer.Option(help="Node list CSV (default: the trace's GPU nodes).")
+        ] = None,
         pods: Annotated[
             list[Path] | None,
-            typer.Option(help="Pod list CSV, repeatable; a folder means every pod list in it (default: default trace)."),
+            typer.Option(
+                help="Pod list CSV, repeatable; a folder means every pod list in it (default: default trace)."
+            ),
         ] = None,
-        policy: Annotated[str, typer.Option(help="Placement policies, comma-separated registry names.")] = PAPER_POLICIES,
+        policy: Annotated[
+            str, typer.Option(help="Placement policies, comma-separated registry names.")
+        ] = PAPER_POLICIES,
         seeds: Annotated[str, typer.Option(help="Seeds: a range '42-51' and/or a list '42,43'.")] = "42-51",
-        mode: Annotated[Mode, typer.Option(help="inflation (FGD paper) or replay (arrivals and departures).")] = Mode.inflation,
+        mode: Annotated[
+            Mode, typer.Option(help="inflation (FGD paper) or replay (arrivals and departures).")
+        ] = Mode.inflation,
         arrived_max: Annotated[
-            int, typer.Option(help="Inflation: submit pods until the arrived GPU request is PCT% of capacity.")
+            int,
+            typer.Option(help="Inflation: submit pods until the arrived GPU request is PCT% of capacity."),
         ] = 130,
         output: Annotated[Output, typer.Option("-o", "--output", help="Output format.")] = Output.table,
         out: Annotated[Path | None, typer.Option(help="Also write the output to this file.")] = None,
-        report: Annotated[Path | None, typer.Option(help="Write an HTML report with plots (and JSON) here.")] = None,
+        report: Annotated[
+            Path | None, typer.Option(help="Write an HTML report with plots (and JSON) here.")
+        ] = None,
         workers: Annotated[int, typer.Option(help="Worker processes.")] = 2,
         paper: Annotated[
-            Path | None, typer.Option(help="FGD paper results CSV shown beside ours (default: the shared copy).")
+            Path | None,
+            typer.Option(help="FGD paper results CSV shown beside ours (default: the shared copy)."),
         ] = None,
         capacity_scale: Annotated[
             float, typer.Option(help="Replay: keep about this share of the nodes (same mix of node kinds).")
         ] = 1.0,
-        queue_order: Annotated[str, typer.Option(help="Replay: queue-sort plug-in for pending pods.")] = "fifo",
+        queue_order: Annotated[
+            str, typer.Option(help="Replay: queue-sort plug-in for pending pods.")
+        ] = "fifo",
         end: Annotated[
-            str, typer.Option(help="Replay: 'fixed' (leave at deletion time) or 'shifted' (run full duration).")
+            str,
+            typer.Option(help="Replay: 'fixed' (leave at deletion time) or 'shifted' (run full duration)."),
         ] = "fixed",
     ) -> None:
         """Simulate placement policies on a trace and compare them."""
@@ -97,7 +112,9 @@ def register(app: typer.Typer) -> None:
         nodes_path = nodes or data_file(DEFAULT_NODES)
         pod_paths = expand_pods(pods or [data_file(DEFAULT_PODS)])
         if mode is Mode.replay:
-            payload = _run_replay(nodes_path, pod_paths, policies, seed_list, capacity_scale, queue_order, end)
+            payload = _run_replay(
+                nodes_path, pod_paths, policies, seed_list, capacity_scale, queue_order, end
+            )
             _emit(payload, output, out, _render_replay)
             if report:
                 from seedance.sim.report import write_replay_report
@@ -131,8 +148,13 @@ def _emit(payload: dict[str, Any], output: Output, out: Path | None, render: Any
 
 
 def _run_replay(
-    nodes_path: Path, pod_paths: list[Path], policies: list[str], seeds: list[int], capacity_scale: float,
-    queue_order: str, end: str,
+    nodes_path: Path,
+    pod_paths: list[Path],
+    policies: list[str],
+    seeds: list[int],
+    capacity_scale: float,
+    queue_order: str,
+    end: str,
 ) -> dict[str, Any]:
     from seedance.scheduling.queueing import QUEUE_ORDERS
     from seedance.sim.replay import run_replay
@@ -142,13 +164,28 @@ def _run_replay(
     spec = load_nodes(nodes_path)
     traces = [(p, load_pods(p)) for p in pod_paths]
     runs = [
-        run_replay(spec, trace, pol, seed=s, capacity_scale=capacity_scale, queue_order=queue_order, end=end,
-                   trace_name=p.stem.removeprefix("openb_pod_list_"))
-        for p, trace in traces for pol in policies for s in seeds
+        run_replay(
+            spec,
+            trace,
+            pol,
+            seed=s,
+            capacity_scale=capacity_scale,
+            queue_order=queue_order,
+            end=end,
+            trace_name=p.stem.removeprefix("openb_pod_list_"),
+        )
+        for p, trace in traces
+        for pol in policies
+        for s in seeds
     ]
     return {
-        "mode": "replay", "nodes": str(nodes_path), "capacity_scale": capacity_scale, "queue_order": queue_order,
-        "end": end, "results": [r.to_json() for r in runs], "_runs": runs,
+        "mode": "replay",
+        "nodes": str(nodes_path),
+        "capacity_scale": capacity_scale,
+        "queue_order": queue_order,
+        "end": end,
+        "results": [r.to_json() for r in runs],
+        "_runs": runs,
     }
 
 
@@ -158,15 +195,41 @@ def _render_replay(payload: dict[str, Any], output: Output) -> Any:
         return dumps(_public(payload))
     if output is Output.csv:
         buf = io.StringIO()
-        w = csv.DictWriter(buf, fieldnames=list(rows[0].keys()) if rows else [])
+        w = csv.DictWriter(buf, fieldnames=list(rows[0].keys()) if rows else [], lineterminator="\n")
         w.writeheader()
         w.writerows(rows)
         return buf.getvalue().rstrip("\n")
-    table = Table(title=f"replay (capacity scale {payload['capacity_scale']:g}, queue {payload['queue_order']})")
-    cols = ("trace", "policy", "seed", "nodes", "gpus", "pods", "scheduled", "never_scheduled", "utilization_pct",
-            "queue_delay_s_mean", "queue_delay_s_p99", "wall_s")
-    heads = ("trace", "policy", "seed", "nodes", "GPUs", "pods", "sched", "never", "util %", "delay s",
-             "p99 s", "wall s")
+    table = Table(
+        title=f"replay (capacity scale {payload['capacity_scale']:g}, queue {payload['queue_order']})"
+    )
+    cols = (
+        "trace",
+        "policy",
+        "seed",
+        "nodes",
+        "gpus",
+        "pods",
+        "scheduled",
+        "never_scheduled",
+        "utilization_pct",
+        "queue_delay_s_mean",
+        "queue_delay_s_p99",
+        "wall_s",
+    )
+    heads = (
+        "trace",
+        "policy",
+        "seed",
+        "nodes",
+        "GPUs",
+        "pods",
+        "sched",
+        "never",
+        "util %",
+        "delay s",
+        "p99 s",
+        "wall s",
+    )
     for c, h in zip(cols, heads, strict=True):
         table.add_column(h, justify="left" if c in ("trace", "policy") else "right", no_wrap=True)
     for r in rows:
@@ -175,9 +238,8 @@ def _render_replay(payload: dict[str, Any], output: Output) -> Any:
 
 
 def _check_policy(name: str, make_policy: Any) -> None:
-    from seedance.scheduling.framework import PLACEMENT_POLICIES
-
     import seedance.scheduling.policies  # noqa: F401
+    from seedance.scheduling.framework import PLACEMENT_POLICIES
 
     PLACEMENT_POLICIES.get(name)
 
@@ -195,8 +257,14 @@ def _load_paper(paper: Path | None, data_file: Any, rel: str) -> Any:
 
 
 def _run_inflation(
-    nodes_path: Path, pod_paths: list[Path], policies: list[str], seeds: list[int], arrived_max: int,
-    workers: int, paper: Any, output: Output,
+    nodes_path: Path,
+    pod_paths: list[Path],
+    policies: list[str],
+    seeds: list[int],
+    arrived_max: int,
+    workers: int,
+    paper: Any,
+    output: Output,
 ) -> dict[str, Any]:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -210,11 +278,17 @@ def _run_inflation(
         load_pods(p)
     runs = [
         RunSpec(str(nodes_path), str(p), pol, s, arrived_max / 100.0, arrived_max)
-        for p in pod_paths for pol in policies for s in seeds
+        for p in pod_paths
+        for pol in policies
+        for s in seeds
     ]
     with Progress(
-        TextColumn("[progress.description]{task.description}"), BarColumn(), MofNCompleteColumn(),
-        TimeElapsedColumn(), console=Console(stderr=True), transient=True,
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
     ) as prog:
         task = prog.add_task("simulating", total=len(runs))
         results = sweep(runs, workers=workers, progress=lambda r: prog.advance(task))
@@ -241,21 +315,35 @@ def _render(payload: dict[str, Any], output: Output) -> Any:
     if output is Output.csv:
         buf = io.StringIO()
         cols = list(summary[0].keys()) if summary else []
-        w = csv.DictWriter(buf, fieldnames=cols)
+        w = csv.DictWriter(buf, fieldnames=cols, lineterminator="\n")
         w.writeheader()
         for row in summary:
             w.writerow({k: (";".join(map(str, v)) if isinstance(v, list) else v) for k, v in row.items()})
         return buf.getvalue().rstrip("\n")
     table = Table(title=f"unallocated GPU % at 100% arrived ({payload['mode']}, mean over seeds)")
-    for col, just in (("trace", "left"), ("policy", "left"), ("seeds", "right"), ("ours %", "right"),
-                      ("sd", "right"), ("paper %", "right"), ("Δ pp", "right"), ("frag %", "right"),
-                      ("wall s", "right")):
+    for col, just in (
+        ("trace", "left"),
+        ("policy", "left"),
+        ("seeds", "right"),
+        ("ours %", "right"),
+        ("sd", "right"),
+        ("paper %", "right"),
+        ("Δ pp", "right"),
+        ("frag %", "right"),
+        ("wall s", "right"),
+    ):
         table.add_column(col, justify=just, no_wrap=True)  # type: ignore[arg-type]
     for s in summary:
         table.add_row(
-            s["trace"], s["policy"], str(len(s["seeds"])), _f(s["unallocated_pct_at_100_mean"]),
-            _f(s["unallocated_pct_at_100_sd"]), _f(s["paper_unallocated_pct_at_100"]), _f(s["delta_pp"]),
-            _f(s["frag_pct_at_100_mean"]), _f(s["wall_s_mean"]),
+            s["trace"],
+            s["policy"],
+            str(len(s["seeds"])),
+            _f(s["unallocated_pct_at_100_mean"]),
+            _f(s["unallocated_pct_at_100_sd"]),
+            _f(s["paper_unallocated_pct_at_100"]),
+            _f(s["delta_pp"]),
+            _f(s["frag_pct_at_100_mean"]),
+            _f(s["wall_s_mean"]),
         )
     return table
 

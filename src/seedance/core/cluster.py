@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Any, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -125,6 +126,7 @@ class ClusterState:
         self._model_masks: dict[tuple[str, ...], BoolA] = {}
         self._label_masks: dict[tuple[str, tuple[str, ...]], BoolA] = {}
         self._name_index = {node.name: i for i, node in enumerate(spec.nodes)}
+        self._live: dict[Placement, int] = {}
         # read-only views handed to policies (they track the arrays they view)
         self.gpu_free = _ro(self._gpu_free)
         self.cpu_free = _ro(self._cpu_free)
@@ -155,26 +157,28 @@ class ClusterState:
 
     def model_mask(self, gpu_types: tuple[str, ...]) -> BoolA:
         """Nodes whose GPU model is one of ``gpu_types`` (all GPU nodes when empty)."""
-        mask = self._model_masks.get(gpu_types)
-        if mask is None:
-            if gpu_types:
-                wanted = {self.catalog.resolve(t).name for t in gpu_types}
-                ids = [i for i, m in enumerate(self.models) if m in wanted]
-                mask = np.isin(self.model, np.array(ids, dtype=np.int16))
-            else:
-                mask = self.model >= 0
-            mask = _ro(mask)
-            self._model_masks[gpu_types] = mask
+        cached = self._model_masks.get(gpu_types)
+        if cached is not None:
+            return cached
+        if gpu_types:
+            wanted = {self.catalog.resolve(t).name for t in gpu_types}
+            ids = [i for i, m in enumerate(self.models) if m in wanted]
+            mask: BoolA = np.isin(self.model, np.array(ids, dtype=np.int16))
+        else:
+            mask = self.model >= 0
+        mask = _ro(mask)
+        self._model_masks[gpu_types] = mask
         return mask
 
     def label_mask(self, key: str, values: Iterable[str]) -> BoolA:
         """Nodes whose label ``key`` has one of ``values``."""
         vals = tuple(sorted(values))
         cache_key = (key, vals)
-        mask = self._label_masks.get(cache_key)
-        if mask is None:
-            mask = _ro(np.array([node.labels.get(key) in vals for node in self.spec.nodes], dtype=np.bool_))
-            self._label_masks[cache_key] = mask
+        cached = self._label_masks.get(cache_key)
+        if cached is not None:
+            return cached
+        mask: BoolA = _ro(np.array([node.labels.get(key) in vals for node in self.spec.nodes], dtype=np.bool_))
+        self._label_masks[cache_key] = mask
         return mask
 
     def node_pods_view(self, node: int) -> tuple[int, int, int, tuple[int, ...]]:
@@ -221,23 +225,21 @@ class ClusterState:
         self._mem_free[n] -= p.memory_mib
         self.used_gpu_milli += p.gpu_milli * len(p.gpus)
         self._class_counts[n, _placement_class(p)] += 1
+        self._live[p] = self._live.get(p, 0) + 1
         self._touch(n)
 
     def release(self, p: Placement) -> None:
         """Give back the resources of a placement made earlier by ``apply``."""
         n = p.node
-        row = self._gpu_free[n]
-        for g in p.gpus:
-            if row[g] + p.gpu_milli > MILLI_PER_GPU:
-                raise SeedanceError(f"release would push GPU {g} of node {n} over 1000 milli")
-        cls = _placement_class(p)
-        if self._class_counts[n, cls] <= 0:
+        count = self._live.get(p, 0)
+        if count <= 0:
             raise SeedanceError(f"release of a placement never applied on node {n}")
-        if (
-            self._cpu_free[n] + p.cpu_milli > self.cpu_capacity[n]
-            or self._mem_free[n] + p.memory_mib > self.mem_capacity[n]
-        ):
-            raise SeedanceError(f"release would push node {n} over its CPU or memory capacity")
+        row = self._gpu_free[n]
+        cls = _placement_class(p)
+        if count == 1:
+            del self._live[p]
+        else:
+            self._live[p] = count - 1
         for g in p.gpus:
             row[g] += p.gpu_milli
         self._cpu_free[n] += p.cpu_milli
@@ -245,6 +247,10 @@ class ClusterState:
         self.used_gpu_milli -= p.gpu_milli * len(p.gpus)
         self._class_counts[n, cls] -= 1
         self._touch(n)
+
+    def live_placements(self) -> int:
+        """Number of placements applied and not yet released."""
+        return sum(self._live.values())
 
     def fits_anywhere_ever(self, req: ResourceRequest) -> bool:
         """Whether an empty node of this cluster could host ``req`` at all."""
@@ -293,7 +299,10 @@ def _placement_class(p: Placement) -> int:
     return PodClass.WHOLE + len(p.gpus)
 
 
-def _ro(a: NDArray[np.generic]) -> NDArray[np.generic]:  # type: ignore[type-var]
+_A = TypeVar("_A", bound="np.ndarray[Any, Any]")
+
+
+def _ro(a: _A) -> _A:
     v = a.view()
     v.flags.writeable = False
     return v

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from types import MappingProxyType
 from typing import Any
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 
-class Outcome(str, Enum):
+class Outcome(StrEnum):
     """What a decision does with the pod it is about."""
 
     BIND = "bind"  # place now on the named node and GPUs

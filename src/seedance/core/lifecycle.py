@@ -7,14 +7,14 @@ edge that is not in the table raises :class:`~seedance.core.errors.InvalidTransi
 from __future__ import annotations
 
 from collections.abc import Mapping
-from enum import Enum
+from enum import StrEnum
 from types import MappingProxyType
 from typing import TypeVar
 
 from seedance.core.errors import InvalidTransition
 
 
-class JobStatus(str, Enum):
+class JobStatus(StrEnum):
     """Lifecycle of a job (a pod, a training job, an inference service replica)."""
 
     PENDING = "pending"
@@ -56,7 +56,7 @@ JOB_TRANSITIONS: Mapping[JobStatus, frozenset[JobStatus]] = MappingProxyType(
 TERMINAL_JOB_STATUSES = frozenset({_J.SUCCEEDED, _J.FAILED, _J.CANCELLED})
 
 
-class NodeStatus(str, Enum):
+class NodeStatus(StrEnum):
     """Lifecycle of a node."""
 
     READY = "ready"

@@ -62,7 +62,11 @@ class FragModel:
         ge = free[:, :, None] >= self.thresholds[None, None, :]  # S, G, U
         cnt = ge.sum(axis=1)  # S, U
         below = np.where(ge, 0, free[:, :, None]).sum(axis=1)  # S, U: idle on GPUs too small
-        ok = (cnt[:, self.u_idx] >= self.k_t) & (cpu[:, None] >= self.cpu_t) & self.access[model.astype(np.intp) + 1]
+        ok = (
+            (cnt[:, self.u_idx] >= self.k_t)
+            & (cpu[:, None] >= self.cpu_t)
+            & self.access[model.astype(np.intp) + 1]
+        )
         usable = (total[:, None] - below[:, self.u_idx]) * ok  # S, T
         return total * self.f_total - usable @ self.f_gpu
 

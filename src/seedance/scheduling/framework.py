@@ -168,7 +168,11 @@ class Scheduler:
     """
 
     def __init__(
-        self, policy: PlacementPolicy, filters: Sequence[FilterPlugin] = DEFAULT_FILTERS, *, explain: bool = False
+        self,
+        policy: PlacementPolicy,
+        filters: Sequence[FilterPlugin] = DEFAULT_FILTERS,
+        *,
+        explain: bool = False,
     ) -> None:
         self.policy = policy
         self.filters = tuple(filters)
@@ -221,7 +225,9 @@ class Scheduler:
             else "no node of this cluster could ever fit the request"
         )
         return Decision(
-            pod, outcome, reason=reason,
+            pod,
+            outcome,
+            reason=reason,
             explanation={"policy": self.policy.name, "feasible_nodes": 0, "rejected_by": rej},
         )
 
@@ -232,8 +238,11 @@ class Scheduler:
         if scores is not None:
             order = np.lexsort((view.rank[nodes], -scores))[:5]
             out["top"] = [
-                {"node": view.spec.nodes[int(nodes[i])].name, "score": int(scores[i]),
-                 "rank": int(view.rank[nodes[i]])}
+                {
+                    "node": view.spec.nodes[int(nodes[i])].name,
+                    "score": int(scores[i]),
+                    "rank": int(view.rank[nodes[i]]),
+                }
                 for i in order
             ]
             out["tie"] = int((scores == scores.max()).sum())

@@ -47,7 +47,10 @@ class TaskTypes:
 
     @classmethod
     def from_counts(
-        cls, counts: Iterable[tuple[TypeKey, int]], spec_types: dict[str, tuple[str, ...]], *,
+        cls,
+        counts: Iterable[tuple[TypeKey, int]],
+        spec_types: dict[str, tuple[str, ...]],
+        *,
         threshold: float = 0.95,
     ) -> TaskTypes:
         """Popular types covering ``threshold`` of the counted pods, frequencies renormalised.
@@ -83,7 +86,12 @@ class TaskTypes:
     def from_trace(cls, trace: PodTrace, *, threshold: float = 0.95) -> TaskTypes:
         """FGD's typical pods of ``trace`` (CPU-only pods included)."""
         keys = Counter(
-            zip(trace.cpu_milli.tolist(), trace.gpu_milli.tolist(), trace.num_gpu.tolist(),
-                trace.gpu_spec.tolist(), strict=True)
+            zip(
+                trace.cpu_milli.tolist(),
+                trace.gpu_milli.tolist(),
+                trace.num_gpu.tolist(),
+                trace.gpu_spec.tolist(),
+                strict=True,
+            )
         )
         return cls.from_counts(keys.items(), trace.gpu_types, threshold=threshold)

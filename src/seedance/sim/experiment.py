@@ -32,7 +32,12 @@ def execute(run: RunSpec) -> InflationRun:
     spec = load_nodes(run.nodes)
     trace = load_pods(run.pods)
     return run_inflation(
-        spec, trace, run.policy, run.seed, ratio=run.ratio, arrived_max=run.arrived_max,
+        spec,
+        trace,
+        run.policy,
+        run.seed,
+        ratio=run.ratio,
+        arrived_max=run.arrived_max,
         trace_name=Path(run.pods).stem.removeprefix("openb_pod_list_"),
     )
 

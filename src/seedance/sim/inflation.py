@@ -35,7 +35,9 @@ class ArrivalStream:
     node_rank: NDArray[np.int64]
 
 
-def build_stream(trace: PodTrace, capacity_gpu_milli: int, n_nodes: int, seed: int, ratio: float) -> ArrivalStream:
+def build_stream(
+    trace: PodTrace, capacity_gpu_milli: int, n_nodes: int, seed: int, ratio: float
+) -> ArrivalStream:
     """Shuffle, then inflate (or thin) the trace to ``ratio`` × capacity, as FGD's simulator does.
 
     ``trace`` must already be sorted by pod name (``sort_by_name``).
@@ -94,10 +96,18 @@ class InflationRun:
     def to_json(self) -> dict[str, object]:
         """The record of ``seedancectl simulate -o json``."""
         return {
-            "policy": self.policy, "trace": self.trace, "seed": self.seed, "mode": "inflation",
-            "arrived_pct": self.arrived_pct, "alloc_pct": self.alloc_pct, "frag_pct": self.frag_pct,
-            "unallocated_pct_at_100": self.unallocated_pct_at_100, "placed": self.placed,
-            "failed": self.failed, "events": self.events, "final_alloc_pct": self.final_alloc_pct,
+            "policy": self.policy,
+            "trace": self.trace,
+            "seed": self.seed,
+            "mode": "inflation",
+            "arrived_pct": self.arrived_pct,
+            "alloc_pct": self.alloc_pct,
+            "frag_pct": self.frag_pct,
+            "unallocated_pct_at_100": self.unallocated_pct_at_100,
+            "placed": self.placed,
+            "failed": self.failed,
+            "events": self.events,
+            "final_alloc_pct": self.final_alloc_pct,
             "wall_s": round(self.wall_s, 3),
         }
 

@@ -6,6 +6,7 @@ Any file of that format loads: ``workload,sc_policy,tune,seed,total_gpus,0,1,...
 from __future__ import annotations
 
 import csv
+import io
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,8 +28,9 @@ class PaperResults:
 
     alloc: dict[tuple[str, str, int], list[float]]
 
-    def unallocated_at(self, workload: str, policy: str, column: int = 100,
-                       seeds: list[int] | None = None) -> float | None:
+    def unallocated_at(
+        self, workload: str, policy: str, column: int = 100, seeds: list[int] | None = None
+    ) -> float | None:
         """Mean over seeds of ``100 - alloc[column]`` (``None`` if the paper has no such run)."""
         vals = [
             100.0 - row[column]
@@ -46,27 +48,26 @@ def load_paper_results(path: str | Path) -> PaperResults:
     """Load the paper's allocation table; policies are renamed to Seedance registry names."""
     src = str(path)
     try:
-        fh = Path(path).open(newline="", encoding="utf-8")
+        text = Path(path).read_text(encoding="utf-8")
     except OSError:
         raise InputError("cannot open file", source=src) from None
     alloc: dict[tuple[str, str, int], list[float]] = {}
-    with fh:
-        reader = csv.reader(fh)
-        header = next(reader, None)
-        if not header:
-            raise InputError("empty file", source=src, line=1)
-        for col in ("workload", "sc_policy", "seed", "100"):
-            if col not in header:
-                raise InputError("missing column", source=src, line=1, field=col)
-        iw, ip, iseed = header.index("workload"), header.index("sc_policy"), header.index("seed")
-        first = header.index("0")
-        for row in reader:
-            line = reader.line_num
-            try:
-                values = [float(x) for x in row[first:]]
-                seed = int(row[iseed])
-            except ValueError as exc:
-                raise InputError(f"not a number ({exc})", source=src, line=line) from None
-            policy = POLICY_NAMES.get(row[ip], row[ip])
-            alloc[(row[iw].removeprefix("openb_pod_list_"), policy, seed)] = values
+    reader = csv.reader(io.StringIO(text, newline=""))
+    header = next(reader, None)
+    if not header:
+        raise InputError("empty file", source=src, line=1)
+    for col in ("workload", "sc_policy", "seed", "0", "100"):
+        if col not in header:
+            raise InputError("missing column", source=src, line=1, field=col)
+    iw, ip, iseed = header.index("workload"), header.index("sc_policy"), header.index("seed")
+    first = header.index("0")
+    for row in reader:
+        line = reader.line_num
+        try:
+            values = [float(x) for x in row[first:]]
+            seed = int(row[iseed])
+        except ValueError as exc:
+            raise InputError(f"not a number ({exc})", source=src, line=line) from None
+        policy = POLICY_NAMES.get(row[ip], row[ip])
+        alloc[(row[iw].removeprefix("openb_pod_list_"), policy, seed)] = values
     return PaperResults(alloc)

@@ -7,7 +7,8 @@ NOTE(seedance): the replay loop.
   * Departure: the pod's resources are released, then the pending queue is retried in order. A
     request that failed in this pass is not retried again in the same pass (same request, same
     state, same answer), which keeps a pass linear in the number of distinct pending requests.
-  * A pod still pending at its deletion time leaves unserved ("never scheduled").
+  * With ``end="fixed"``, a pod still pending at its deletion time leaves unserved ("never
+    scheduled"); with ``end="shifted"`` it waits as long as it takes.
   * End of a running pod: by default the trace's deletion time (``end="fixed"``: the pod's
     lifetime window is fixed, waiting eats into it); ``end="shifted"`` runs it for its full
     requested duration from whenever it starts.
@@ -67,8 +68,14 @@ def scale_cluster(spec: ClusterSpec, scale: float, seed: int = 0) -> ClusterSpec
 
 
 def _copy(n: NodeSpec, i: int) -> NodeSpec:
-    return NodeSpec(name=f"{n.name}-x{i}", cpu_milli=n.cpu_milli, memory_mib=n.memory_mib,
-                    gpu_count=n.gpu_count, gpu_model=n.gpu_model, labels=n.labels)
+    return NodeSpec(
+        name=f"{n.name}-x{i}",
+        cpu_milli=n.cpu_milli,
+        memory_mib=n.memory_mib,
+        gpu_count=n.gpu_count,
+        gpu_model=n.gpu_model,
+        labels=n.labels,
+    )
 
 
 @dataclass(slots=True)
@@ -108,12 +115,22 @@ class ReplayRun:
     def to_json(self) -> dict[str, object]:
         """JSON record of ``seedancectl simulate --mode replay -o json``."""
         return {
-            "policy": self.policy, "trace": self.trace, "seed": self.seed, "mode": "replay",
-            "capacity_scale": self.capacity_scale, "nodes": self.n_nodes, "gpus": self.total_gpus,
-            "pods": self.pods, "scheduled": self.scheduled, "never_scheduled": self.never_scheduled,
-            "utilization_pct": self.utilization_pct, "queue_delay_s_mean": self.queue_delay_s_mean,
-            "queue_delay_s_p50": self.queue_delay_s_p50, "queue_delay_s_p95": self.queue_delay_s_p95,
-            "queue_delay_s_p99": self.queue_delay_s_p99, "wall_s": round(self.wall_s, 3),
+            "policy": self.policy,
+            "trace": self.trace,
+            "seed": self.seed,
+            "mode": "replay",
+            "capacity_scale": self.capacity_scale,
+            "nodes": self.n_nodes,
+            "gpus": self.total_gpus,
+            "pods": self.pods,
+            "scheduled": self.scheduled,
+            "never_scheduled": self.never_scheduled,
+            "utilization_pct": self.utilization_pct,
+            "queue_delay_s_mean": self.queue_delay_s_mean,
+            "queue_delay_s_p50": self.queue_delay_s_p50,
+            "queue_delay_s_p95": self.queue_delay_s_p95,
+            "queue_delay_s_p99": self.queue_delay_s_p99,
+            "wall_s": round(self.wall_s, 3),
             "timeline": {"t_s": self.timeline_t, "alloc_pct": self.timeline_alloc_pct},
         }
 
@@ -145,7 +162,9 @@ class ReplaySimulation:
         task_types: TaskTypes | None = None,
     ) -> None:
         if not trace.has_times:
-            raise InputError("replay needs creation_time and deletion_time for every pod", source=trace.source)
+            raise InputError(
+                "replay needs creation_time and deletion_time for every pod", source=trace.source
+            )
         if end not in ("fixed", "shifted"):
             raise InputError(f"unknown end rule {end!r}; valid: fixed, shifted", source="end")
         self.spec = spec
@@ -183,7 +202,8 @@ class ReplaySimulation:
         self.scheduler.policy.observe(self.request(pod))
         if not self._try(t, pod):
             self._enqueue(t, pod)
-            self.loop.schedule(float(self.trace.deletion[pod]), EXPIRE, pod)
+            if self.end_rule == "fixed":
+                self.loop.schedule(float(self.trace.deletion[pod]), EXPIRE, pod)
 
     def _on_end(self, t: float, pod: int) -> None:
         rec = self.records[pod]
@@ -257,7 +277,9 @@ class ReplaySimulation:
             self._alloc_v.append(self.state.used_gpu_milli)
 
     # -------------------------------------------------------------- results
-    def result(self, *, wall_s: float, capacity_scale: float = 1.0, trace_name: str = "", points: int = 400) -> ReplayRun:
+    def result(
+        self, *, wall_s: float, capacity_scale: float = 1.0, trace_name: str = "", points: int = 400
+    ) -> ReplayRun:
         """Summarise the replay (call after ``run``)."""
         start = np.array([r.start for r in self.records])
         end = np.array([r.end for r in self.records])
@@ -266,7 +288,11 @@ class ReplaySimulation:
         t = np.array(self._alloc_t)
         v = np.array(self._alloc_v, dtype=np.float64)
         cap = self.state.capacity_gpu_milli
-        util = float(np.sum(v[:-1] * np.diff(t)) / (cap * (t[-1] - t[0]))) if len(t) > 1 and t[-1] > t[0] else 0.0
+        util = (
+            float(np.sum(v[:-1] * np.diff(t)) / (cap * (t[-1] - t[0])))
+            if len(t) > 1 and t[-1] > t[0]
+            else 0.0
+        )
         grid = np.linspace(t[0], t[-1], points) if len(t) > 1 else t
         idx = np.clip(np.searchsorted(t, grid, side="right") - 1, 0, len(v) - 1)
 

@@ -5,12 +5,19 @@ from __future__ import annotations
 import base64
 import html
 import io
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from seedance.sim.inflation import InflationRun
 from seedance.sim.summary import SummaryRow
+
+_CSS = (
+    "body{font-family:sans-serif;margin:2em;max-width:1100px}table{border-collapse:collapse}"
+    "td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}"
+    "td:first-child,td:nth-child(2){text-align:left}"
+)
 
 
 def _png(fig: Any) -> str:
@@ -35,7 +42,10 @@ def allocation_figure(runs: Sequence[InflationRun], trace: str) -> Any:
     for policy, rs in by_policy.items():
         cols = rs[0].arrived_pct
         vals = np.array([[np.nan if v is None else v for v in r.alloc_pct] for r in rs], dtype=float)
-        ax.plot(cols, np.nanmean(vals, axis=0), label=policy, linewidth=1.4)
+        with warnings.catch_warnings():  # columns with no event in any seed stay NaN (a gap in the line)
+            warnings.simplefilter("ignore", RuntimeWarning)
+            mean = np.nanmean(vals, axis=0)
+        ax.plot(cols, mean, label=policy, linewidth=1.4)
     top = max((r.arrived_pct[-1] for r in runs if r.trace == trace), default=130)
     ax.plot([0, top], [0, top], color="grey", linewidth=0.6, linestyle=":", label="arrived")
     ax.set_xlabel("arrived GPU request (% of cluster GPUs)")
@@ -49,8 +59,12 @@ def allocation_figure(runs: Sequence[InflationRun], trace: str) -> Any:
 
 
 def write_inflation_report(
-    directory: str | Path, runs: Sequence[InflationRun], summary: Sequence[SummaryRow], payload: dict[str, Any],
-    *, title: str = "Seedance simulation report",
+    directory: str | Path,
+    runs: Sequence[InflationRun],
+    summary: Sequence[SummaryRow],
+    payload: dict[str, Any],
+    *,
+    title: str = "Seedance simulation report",
 ) -> Path:
     """Write ``report.html`` and ``results.json`` into ``directory``; returns the HTML path."""
     import json
@@ -67,10 +81,23 @@ def write_inflation_report(
         figs.append((t, _png(fig)))
         plt.close(fig)
     rows = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in (
-            s.trace, s.policy, len(s.seeds), s.unallocated_mean, s.unallocated_sd, s.paper_unallocated,
-            s.delta, s.bound, s.frag_mean, round(s.wall_s_mean, 2),
-        )) + "</tr>"
+        "<tr>"
+        + "".join(
+            f"<td>{html.escape(str(v))}</td>"
+            for v in (
+                s.trace,
+                s.policy,
+                len(s.seeds),
+                s.unallocated_mean,
+                s.unallocated_sd,
+                s.paper_unallocated,
+                s.delta,
+                s.bound,
+                s.frag_mean,
+                round(s.wall_s_mean, 2),
+            )
+        )
+        + "</tr>"
         for s in summary
     )
     imgs = "".join(
@@ -79,8 +106,7 @@ def write_inflation_report(
         for t, b64 in figs
     )
     doc = f"""<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
-<style>body{{font-family:sans-serif;margin:2em;max-width:1100px}}table{{border-collapse:collapse}}
-td,th{{border:1px solid #ccc;padding:3px 8px;text-align:right}}td:first-child,td:nth-child(2){{text-align:left}}</style>
+<style>{_CSS}</style>
 </head><body><h1>{html.escape(title)}</h1>
 <p>Inflation mode (FGD paper semantics): pods are submitted in a seeded random order until the arrived GPU
 request reaches the target share of cluster GPU capacity; nothing departs. "Unallocated" is 100 − GPU
@@ -118,14 +144,28 @@ def write_replay_report(directory: str | Path, runs: Sequence[Any], payload: dic
     img = _png(fig)
     plt.close(fig)
     rows = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in (
-            r.trace, r.policy, r.seed, r.n_nodes, r.total_gpus, r.pods, r.scheduled, r.never_scheduled,
-            r.utilization_pct, r.queue_delay_s_mean, r.queue_delay_s_p99,
-        )) + "</tr>"
+        "<tr>"
+        + "".join(
+            f"<td>{html.escape(str(v))}</td>"
+            for v in (
+                r.trace,
+                r.policy,
+                r.seed,
+                r.n_nodes,
+                r.total_gpus,
+                r.pods,
+                r.scheduled,
+                r.never_scheduled,
+                r.utilization_pct,
+                r.queue_delay_s_mean,
+                r.queue_delay_s_p99,
+            )
+        )
+        + "</tr>"
         for r in runs
     )
     doc = f"""<!doctype html><html><head><meta charset="utf-8"><title>Seedance replay report</title>
-<style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:3px 8px}}</style>
+<style>{_CSS}</style>
 </head><body><h1>Seedance replay report</h1><p>Capacity scale {payload.get("capacity_scale")}.</p>
 <table><tr><th>trace</th><th>policy</th><th>seed</th><th>nodes</th><th>GPUs</th><th>pods</th><th>scheduled</th>
 <th>never scheduled</th><th>utilization %</th><th>queue delay mean s</th><th>p99 s</th></tr>{rows}</table>

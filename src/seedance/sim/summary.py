@@ -34,11 +34,17 @@ class SummaryRow:
     def to_json(self) -> dict[str, object]:
         """A JSON-ready record."""
         return {
-            "trace": self.trace, "policy": self.policy, "seeds": list(self.seeds),
-            "unallocated_pct_at_100_mean": self.unallocated_mean, "unallocated_pct_at_100_sd": self.unallocated_sd,
-            "frag_pct_at_100_mean": self.frag_mean, "paper_unallocated_pct_at_100": self.paper_unallocated,
-            "delta_pp": self.delta, "bound_unallocated_pct": self.bound,
-            "gap_to_bound_pp": None if self.bound is None or self.unallocated_mean is None
+            "trace": self.trace,
+            "policy": self.policy,
+            "seeds": list(self.seeds),
+            "unallocated_pct_at_100_mean": self.unallocated_mean,
+            "unallocated_pct_at_100_sd": self.unallocated_sd,
+            "frag_pct_at_100_mean": self.frag_mean,
+            "paper_unallocated_pct_at_100": self.paper_unallocated,
+            "delta_pp": self.delta,
+            "bound_unallocated_pct": self.bound,
+            "gap_to_bound_pp": None
+            if self.bound is None or self.unallocated_mean is None
             else round(self.unallocated_mean - self.bound, 2),
             "wall_s_mean": round(self.wall_s_mean, 3),
         }

@@ -8,7 +8,7 @@ Burstable → silver, BE → bronze); both are configurable from YAML.
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from seedance.core.errors import InputError
 
 
-class SliceBackend(str, Enum):
+class SliceBackend(StrEnum):
     """How a GPU (or a share of one) is given to a pod."""
 
     WHOLE = "whole"  # whole, exclusive GPUs
@@ -33,7 +33,9 @@ class TierSpec(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     target_availability: float = Field(gt=0, le=1, description="Promised availability (0.9995 = 99.95%).")
-    allowed_backends: tuple[SliceBackend, ...] = Field(description="Slice backends a pod of this tier may use.")
+    allowed_backends: tuple[SliceBackend, ...] = Field(
+        description="Slice backends a pod of this tier may use."
+    )
     node_labels: dict[str, tuple[str, ...]] = Field(
         default_factory=dict,
         description="Required node labels: the node's label must be one of the values (nodeAffinity In).",
@@ -50,9 +52,13 @@ class TierSpec(BaseModel):
     min_share: float = Field(
         default=0.0, ge=0, le=1, description="Share of scheduling slots guaranteed when queues are reordered."
     )
-    priority: int = Field(default=0, description="Scheduling priority (higher first); the PriorityClass value.")
+    priority: int = Field(
+        default=0, description="Scheduling priority (higher first); the PriorityClass value."
+    )
     priority_class: str = Field(default="", description="Kubernetes PriorityClass name.")
-    penalty_usd: float = Field(default=0.0, ge=0, description="Cost added when a pod of this tier is preempted.")
+    penalty_usd: float = Field(
+        default=0.0, ge=0, description="Cost added when a pod of this tier is preempted."
+    )
 
 
 class TierConfig(BaseModel):
@@ -119,7 +125,12 @@ DEFAULT_TIER_CONFIG = TierConfig(
         ),
         "bronze": TierSpec(
             target_availability=0.95,
-            allowed_backends=(SliceBackend.WHOLE, SliceBackend.MIG, SliceBackend.MPS, SliceBackend.TIME_SLICING),
+            allowed_backends=(
+                SliceBackend.WHOLE,
+                SliceBackend.MIG,
+                SliceBackend.MPS,
+                SliceBackend.TIME_SLICING,
+            ),
             node_labels={_LEVEL: ("bronze",)},
             borrow_labels={_LEVEL: ("gold", "silver")},
             min_runtime_s=300.0,
@@ -146,8 +157,11 @@ def load_tier_config(path: str | Path) -> TierConfig:
         data: Any = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        raise InputError(f"not valid YAML: {getattr(exc, 'problem', exc)}", source=src,
-                         line=mark.line + 1 if mark else None) from None
+        raise InputError(
+            f"not valid YAML: {getattr(exc, 'problem', exc)}",
+            source=src,
+            line=mark.line + 1 if mark else None,
+        ) from None
     try:
         return TierConfig.model_validate(data)
     except ValidationError as exc:

@@ -114,7 +114,9 @@ def load_nodes(path: str | Path, *, catalog: GpuCatalog = CATALOG) -> ClusterSpe
         if not name:
             raise InputError("empty node name", source=src, line=line, field="sn")
         if name in seen:
-            raise InputError(f"duplicate node name (first on line {seen[name]})", source=src, line=line, field="sn")
+            raise InputError(
+                f"duplicate node name (first on line {seen[name]})", source=src, line=line, field="sn"
+            )
         seen[name] = line
         cpu = _int(row, "cpu_milli", src, line)
         mem = _int(row, "memory_mib", src, line)
@@ -129,8 +131,9 @@ def load_nodes(path: str | Path, *, catalog: GpuCatalog = CATALOG) -> ClusterSpe
             except UnknownNameError as exc:
                 raise InputError(str(exc), source=src, line=line, field="model") from None
         labels = {"gpu.model": code} if model else {}
-        nodes.append(NodeSpec(name=name, cpu_milli=cpu, memory_mib=mem, gpu_count=gpus, gpu_model=model,
-                              labels=labels))
+        nodes.append(
+            NodeSpec(name=name, cpu_milli=cpu, memory_mib=mem, gpu_count=gpus, gpu_model=model, labels=labels)
+        )
     if not nodes:
         raise InputError("no nodes in file", source=src)
     return ClusterSpec(nodes=tuple(nodes), name=p.stem)
@@ -165,7 +168,9 @@ def load_pods(path: str | Path, *, catalog: GpuCatalog = CATALOG) -> PodTrace:
         if not name:
             raise InputError("empty pod name", source=src, line=line, field="name")
         if name in seen:
-            raise InputError(f"duplicate pod name (first on line {seen[name]})", source=src, line=line, field="name")
+            raise InputError(
+                f"duplicate pod name (first on line {seen[name]})", source=src, line=line, field="name"
+            )
         seen[name] = line
         c = _int(row, "cpu_milli", src, line)
         m = _int(row, "memory_mib", src, line)
@@ -174,13 +179,21 @@ def load_pods(path: str | Path, *, catalog: GpuCatalog = CATALOG) -> PodTrace:
         if gm > MILLI_PER_GPU:
             raise InputError(f"must be within 0..1000, got {gm}", source=src, line=line, field="gpu_milli")
         if k == 0 and gm != 0:
-            raise InputError(f"a CPU-only pod (num_gpu 0) must have gpu_milli 0, got {gm}",
-                             source=src, line=line, field="gpu_milli")
+            raise InputError(
+                f"a CPU-only pod (num_gpu 0) must have gpu_milli 0, got {gm}",
+                source=src,
+                line=line,
+                field="gpu_milli",
+            )
         if k > 0 and gm == 0:
             raise InputError("a GPU pod needs gpu_milli > 0", source=src, line=line, field="gpu_milli")
         if k > 1 and gm < MILLI_PER_GPU:
-            raise InputError(f"a fractional share ({gm} milli) needs num_gpu 1, got {k}",
-                             source=src, line=line, field="num_gpu")
+            raise InputError(
+                f"a fractional share ({gm} milli) needs num_gpu 1, got {k}",
+                source=src,
+                line=line,
+                field="num_gpu",
+            )
         s = row.get("gpu_spec", "").strip()
         if s not in spec_types:
             parts = [x.strip() for x in s.split("|") if x.strip()]
@@ -193,8 +206,12 @@ def load_pods(path: str | Path, *, catalog: GpuCatalog = CATALOG) -> PodTrace:
         t_d = _time(row, "deletion_time", src, line)
         t_s = _time(row, "scheduled_time", src, line)
         if not math.isnan(t_c) and not math.isnan(t_d) and t_d < t_c:
-            raise InputError(f"deletion_time {t_d:g} is before creation_time {t_c:g}",
-                             source=src, line=line, field="deletion_time")
+            raise InputError(
+                f"deletion_time {t_d:g} is before creation_time {t_c:g}",
+                source=src,
+                line=line,
+                field="deletion_time",
+            )
         names.append(name)
         cpu.append(c)
         mem.append(m)

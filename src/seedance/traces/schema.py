@@ -67,13 +67,16 @@ class PodTrace:
         )
 
     def request_keys(self) -> tuple[NDArray[np.int64], list[ResourceRequest]]:
-        """Deduplicate requests: ``(key per pod, distinct requests)``; pods with equal requests share a key."""
+        """Deduplicate requests: ``(key per pod, distinct requests)``; equal requests share a key."""
         index: dict[tuple[int, int, int, int, str], int] = {}
         keys = np.empty(len(self), dtype=np.int64)
         reqs: list[ResourceRequest] = []
         cpu, mem, k, milli, spec = (
-            self.cpu_milli.tolist(), self.memory_mib.tolist(), self.num_gpu.tolist(),
-            self.gpu_milli.tolist(), self.gpu_spec.tolist(),
+            self.cpu_milli.tolist(),
+            self.memory_mib.tolist(),
+            self.num_gpu.tolist(),
+            self.gpu_milli.tolist(),
+            self.gpu_spec.tolist(),
         )
         for i in range(len(self)):
             key = (cpu[i], mem[i], k[i], milli[i], spec[i])
