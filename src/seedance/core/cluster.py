@@ -10,8 +10,8 @@ NOTE(seedance): invariants kept by every mutation, and checked there:
   * 0 <= cpu_free[n] <= cpu capacity, same for memory;
   * used_gpu_milli == sum over nodes of (capacity - free), i.e. allocation is conserved;
   * version[n] grows by one on every change of node n, so derived caches can key on it;
-  * shape_id[n] names the node's (model, free CPU, sorted free-GPU multiset): two nodes with
-    the same shape score alike under every GPU-fragmentation measure, so caches key on it.
+  * shape_id[n] names the node's (model, free CPU, free memory, sorted free-GPU multiset): two
+    nodes with the same shape score alike under every fragmentation measure, so caches key on it.
 """
 
 from __future__ import annotations
@@ -115,10 +115,11 @@ class ClusterState:
         self._rank: I64 = np.arange(n, dtype=np.int64)
         self.used_gpu_milli = 0
         self.capacity_gpu_milli = int(self.gpu_count.sum()) * MILLI_PER_GPU
-        # shape registry: id -> (model, cpu_free, free GPUs sorted descending)
-        self._shape_index: dict[tuple[int, int, tuple[int, ...]], int] = {}
+        # shape registry: id -> (model, cpu_free, mem_free, free GPUs sorted descending)
+        self._shape_index: dict[tuple[int, int, int, tuple[int, ...]], int] = {}
         self._shape_model: NDArray[np.int16] = np.zeros(16, dtype=np.int16)
         self._shape_cpu: I64 = np.zeros(16, dtype=np.int64)
+        self._shape_mem: I64 = np.zeros(16, dtype=np.int64)
         self._shape_free: I32 = np.zeros((16, g), dtype=np.int32)
         self._shape_id: I64 = np.zeros(n, dtype=np.int64)
         for i in range(n):
@@ -154,6 +155,10 @@ class ClusterState:
         """Read-only arrays ``(model, cpu_free, sorted free GPUs)`` indexed by shape id."""
         k = self.n_shapes
         return _ro(self._shape_model[:k]), _ro(self._shape_cpu[:k]), _ro(self._shape_free[:k])
+
+    def shape_mem(self) -> I64:
+        """Read-only free memory (MiB) indexed by shape id."""
+        return _ro(self._shape_mem[: self.n_shapes])
 
     def model_mask(self, gpu_types: tuple[str, ...]) -> BoolA:
         """Nodes whose GPU model is one of ``gpu_types`` (all GPU nodes when empty)."""
@@ -270,7 +275,7 @@ class ClusterState:
 
     def _intern(self, n: int) -> int:
         free = tuple(sorted((int(x) for x in self._gpu_free[n]), reverse=True))
-        key = (int(self.model[n]), int(self._cpu_free[n]), free)
+        key = (int(self.model[n]), int(self._cpu_free[n]), int(self._mem_free[n]), free)
         sid = self._shape_index.get(key)
         if sid is None:
             sid = len(self._shape_index)
@@ -279,6 +284,7 @@ class ClusterState:
             self._shape_index[key] = sid
             self._shape_model[sid] = key[0]
             self._shape_cpu[sid] = key[1]
+            self._shape_mem[sid] = key[2]
             self._shape_free[sid] = free
         return sid
 
@@ -286,6 +292,7 @@ class ClusterState:
         cap = 2 * len(self._shape_cpu)
         self._shape_model = np.resize(self._shape_model, cap)
         self._shape_cpu = np.resize(self._shape_cpu, cap)
+        self._shape_mem = np.resize(self._shape_mem, cap)
         grown = np.zeros((cap, self.max_gpus), dtype=np.int32)
         grown[: len(self._shape_free)] = self._shape_free
         self._shape_free = grown
