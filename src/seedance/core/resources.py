@@ -9,8 +9,18 @@ offers (MIG, MPS and time-slicing all bind a share to one device), so it is reje
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 
 MILLI_PER_GPU = 1000
+
+
+class SliceBackend(StrEnum):
+    """How a GPU (or a share of one) is given to a pod."""
+
+    WHOLE = "whole"  # whole, exclusive GPUs
+    MIG = "mig"  # a hardware MIG slice (isolated memory and SMs)
+    MPS = "mps"  # an MPS share (isolated compute quota, shared memory)
+    TIME_SLICING = "time-slicing"  # time-shared GPU (no isolation)
 
 
 class PodClass:
@@ -34,6 +44,8 @@ class ResourceRequest:
         num_gpu: Number of GPUs (0 for a CPU-only request).
         gpu_milli: Share of each GPU in milli-GPU (1..1000; 0 when ``num_gpu == 0``).
         gpu_types: Canonical catalog names of acceptable GPU models; empty means any.
+        backends: Slice backends the request accepts for a fractional share; empty means any
+            (a policy input: the SLA tier of the pod decides it).
 
     >>> r = ResourceRequest(cpu_milli=4000, memory_mib=8192, num_gpu=1, gpu_milli=250)
     >>> r.is_sharing, r.total_gpu_milli, r.pod_class
@@ -45,6 +57,7 @@ class ResourceRequest:
     num_gpu: int = 0
     gpu_milli: int = 0
     gpu_types: tuple[str, ...] = ()
+    backends: tuple[SliceBackend, ...] = ()
 
     def __post_init__(self) -> None:
         if self.cpu_milli < 0:

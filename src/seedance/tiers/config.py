@@ -8,7 +8,6 @@ Burstable → silver, BE → bronze); both are configurable from YAML.
 
 from __future__ import annotations
 
-from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -16,15 +15,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from seedance.core.errors import InputError
-
-
-class SliceBackend(StrEnum):
-    """How a GPU (or a share of one) is given to a pod."""
-
-    WHOLE = "whole"  # whole, exclusive GPUs
-    MIG = "mig"  # a hardware MIG slice (isolated memory and SMs)
-    MPS = "mps"  # an MPS share (isolated compute quota, shared memory)
-    TIME_SLICING = "time-slicing"  # time-shared GPU (no isolation)
+from seedance.core.resources import SliceBackend
 
 
 class TierSpec(BaseModel):
