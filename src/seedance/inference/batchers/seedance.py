@@ -1,0 +1,191 @@
+"""Seedance: task-profile batching with an adaptive δ, SLO-bounded iterations and elastic KV.
+
+NOTE(seedance): the algorithm, once (whitepaper §2.1, read in SPEC-MAP.md).
+  1. Profiles. Every request has a profile ``(log2 prompt, log2 predicted decode steps, log2 KV
+     growth per step)`` (see :mod:`seedance.inference.profiles`); distances are in octaves.
+  2. δ. ``δ = delta`` while the replica's KV pool is at most ``shrink_at`` (85%) full, and
+     ``shrink_to * delta`` (0.3 of it) above: under memory pressure only near-identical requests
+     join a batch together.
+  3. Iteration budget. Every iteration decodes all running requests and may add prefill work
+     (chunks, as in Sarathi). The prefill tokens are capped so that the iteration's predicted time
+     (from the replica's measured step-time profile, the batch size and the KV tokens the decodes
+     attend to) stays within ``iteration_share`` of the TPOT target. Every running request's TPOT
+     is a mean of iteration times, so it stays within the target while the decodes alone fit;
+     load turns into queueing (TTFT), which is where the SLO leaves room. When the oldest waiting
+     request has used ``ttft_guard`` of its TTFT target, at least ``min_chunk`` tokens are
+     prefilled per iteration regardless.
+  4. Clustering. Prefills already under way continue first. New requests are then taken in
+     clusters: the oldest waiting request anchors a cluster of the waiting requests within δ of its
+     profile (queue order); the next oldest request outside it anchors the next, and so on until
+     the budget is spent. Above ``shrink_at`` only the first cluster is admitted.
+  5. Elastic KV. Blocks are allocated as tokens arrive and freed at completion, where the next
+     admission takes them at once; a request is admitted when its prefill's blocks fit above a
+     watermark. When a decode step finds no free block, the newest request is preempted and
+     recomputed later (vLLM's rule).
+  6. Pools (optional, ``pools > 1``). Requests are routed by class (prompt plus predicted output
+     tokens, i.e. KV footprint) to replica pools sized by each class's share of past token work.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from seedance.inference.batchers.base import (
+    BATCHERS,
+    Batcher,
+    Plan,
+    PoolPlan,
+    ReplicaView,
+    RequestHistory,
+)
+
+
+def adaptive_delta(base: float, usage: float, *, shrink_at: float = 0.85, shrink_to: float = 0.3) -> float:
+    """δ for a KV pool ``usage`` (0..1): ``base`` up to ``shrink_at``, ``shrink_to * base`` above.
+
+    >>> adaptive_delta(1.0, 0.5), adaptive_delta(1.0, 0.9)
+    (1.0, 0.3)
+    """
+    return base * shrink_to if usage > shrink_at else base
+
+
+def clusters(features: np.ndarray[Any, Any], candidates: list[int], delta: float) -> Iterator[list[int]]:
+    """Greedy anchored clusters of ``candidates`` (queue order), computed lazily: each cluster is
+    the oldest request not yet clustered and every later one within L2 distance ``delta`` of it.
+
+    >>> f = np.array([[0.0, 0.0], [0.5, 0.0], [3.0, 0.0], [3.2, 0.0]])
+    >>> list(clusters(f, [0, 1, 2, 3], 1.0))
+    [[0, 1], [2, 3]]
+    """
+    if not candidates:
+        return
+    idx = np.asarray(candidates)
+    pts = features[idx]
+    left = np.ones(len(idx), dtype=bool)
+    d2 = delta * delta
+    k = 0
+    while k < len(idx):
+        near = left & (np.sum((pts - pts[k]) ** 2, axis=1) <= d2)
+        near[k] = True
+        yield idx[near].tolist()
+        left &= ~near
+        rest = np.flatnonzero(left)
+        if not rest.size:
+            return
+        k = int(rest[0])
+
+
+@BATCHERS.register("seedance")
+class SeedanceBatcher(Batcher):
+    """Profile-clustered, SLO-bounded iteration-level batching with elastic paged KV."""
+
+    name = "seedance"
+    summary = "task-profile clusters (adaptive δ), TPOT-bounded iterations, elastic paged KV, optional pools"
+    options = {
+        "delta": 1.0,
+        "shrink_at": 0.85,
+        "shrink_to": 0.3,
+        "iteration_share": 0.9,
+        "max_num_seqs": 256,
+        "max_num_batched_tokens": 8192,
+        "min_chunk": 256,
+        "ttft_guard": 0.5,
+        "watermark": 0.01,
+        "window": 64,
+        "pools": 1,
+    }
+
+    def __init__(self, **opts: Any) -> None:
+        super().__init__(**opts)
+        for key in ("delta", "iteration_share"):
+            if not float(self.opts[key]) > 0:
+                from seedance.core.errors import InputError
+
+                raise InputError(f"seedance: option {key} must be > 0", source="--batcher-option", field=key)
+        if not 0 < float(self.opts["shrink_to"]) <= 1 or not 0 < float(self.opts["shrink_at"]) <= 1:
+            from seedance.core.errors import InputError
+
+            raise InputError("seedance: shrink_at and shrink_to must be in (0, 1]", source="--batcher-option",
+                             field="shrink_to")
+        self.last_delta = float(self.opts["delta"])
+
+    def delta(self, view: ReplicaView) -> float:
+        """δ at the view's KV usage."""
+        return adaptive_delta(float(self.opts["delta"]), view.kv_usage, shrink_at=float(self.opts["shrink_at"]),
+                              shrink_to=float(self.opts["shrink_to"]))
+
+    def budget(self, view: ReplicaView) -> int:
+        """Prefill tokens the next iteration may add without exceeding the TPOT bound."""
+        cap = int(self.opts["max_num_batched_tokens"])
+        b = len(view.decoding)
+        step = view.step
+        if b == 0 or step is None or not math.isfinite(view.tpot_ms):
+            return cap
+        limit = float(self.opts["iteration_share"]) * view.tpot_ms - step.kv_ms_per_token * view.kv_tokens
+        if step.decode_base(b) > limit:
+            tokens = 0
+        else:
+            tokens = max(step.max_prefill_tokens(limit, cap + b) - b, 0)
+        if tokens < int(self.opts["min_chunk"]) and view.waiting and math.isfinite(view.ttft_ms):
+            waited = (view.now - float(view.book.arrival[view.waiting[0]])) * 1000.0
+            if waited >= float(self.opts["ttft_guard"]) * view.ttft_ms or view.prefilling:
+                tokens = int(self.opts["min_chunk"])
+        return min(tokens, cap)
+
+    def plan(self, view: ReplicaView) -> Plan:
+        book = view.book
+        budget = self.budget(view)
+        work: list[tuple[int, int]] = []
+        for i in view.prefilling:
+            if budget <= 0:
+                break
+            t = min(book.prefill_len(i) - int(book.computed[i]), budget)
+            work.append((i, t))
+            budget -= t
+        if budget > 0 and view.waiting:
+            delta = self.delta(view)
+            self.last_delta = delta
+            pressured = view.kv_usage > float(self.opts["shrink_at"])
+            free = view.free_blocks - int(float(self.opts["watermark"]) * view.total_blocks)
+            seqs = view.running
+            max_seqs = int(self.opts["max_num_seqs"])
+            window = view.waiting[: int(self.opts["window"])]
+            stop = False
+            for group in clusters(book.features, window, delta):
+                for i in group:
+                    n = book.prefill_len(i)
+                    need = view.blocks_for(n)
+                    if budget <= 0 or seqs + 1 > max_seqs or need > free:
+                        stop = True
+                        break
+                    t = min(n, budget)
+                    work.append((i, t))
+                    budget -= t
+                    free -= need
+                    seqs += 1
+                if stop or pressured:
+                    break
+        return Plan(prefill=tuple(work), decode=True)
+
+    @classmethod
+    def pool_plan(cls, opts: dict[str, Any], history: RequestHistory, replicas: int) -> PoolPlan | None:
+        """Two or more pools: class bounds at equal-count quantiles of past KV footprints, replicas
+        in proportion to each class's past token work (at least one each)."""
+        k = int(opts["pools"])
+        if k <= 1 or replicas < k or len(history.prompt) < 10 * k:
+            return None
+        foot = (history.prompt + history.output).astype(np.float64)
+        bounds = tuple(float(b) for b in np.quantile(foot, [j / k for j in range(1, k)]))
+        cls_of = np.searchsorted(np.asarray(bounds), foot, side="right")
+        work = np.array([foot[cls_of == j].sum() for j in range(k)])
+        share = work / work.sum()
+        reps = np.maximum(1, np.floor(share * replicas)).astype(int)
+        while reps.sum() < replicas:
+            reps[int(np.argmax(share * replicas - reps))] += 1
+        while reps.sum() > replicas:
+            reps[int(np.argmax(reps))] -= 1
+        return PoolPlan(bounds, tuple(int(r) for r in reps))

@@ -1,0 +1,671 @@
+"""The serving simulator: replicas, batchers and a request trace on the tuple-heap event loop.
+
+NOTE(seedance): the engine, once. Arrivals stream from the sorted trace into
+:class:`seedance.sim.engine.EventLoop`; the heap holds one wake-up per replica. At a wake-up the
+replica applies what its last iteration (or span of iterations) did, asks its batcher for a
+plan, and schedules its next wake-up. A *span* is a run of pure decode iterations of an unchanged
+batch: step times are linear in the KV tokens attended (:class:`StepTimes`), so a span of ``n``
+steps costs a closed form and the engine jumps straight to its end, which is the first of: the
+next completion, the step at which the KV pool runs out, a batcher timer, or, for iteration-level
+batchers, the first iteration boundary after an arrival to the replica's queue (the span is cut
+short when that arrival comes). Nothing is touched per token: a decoding request's KV length is
+``counter + base`` (``counter``: the replica's decode steps so far), and the replica keeps the
+block count of all its decoders as ``B * q + sum(q_i) + #{residues}`` over the residues of
+``base mod block_tokens``, so "blocks after n more steps" is O(block_tokens). A request's true
+output length is the engine's alone; batchers see predictions, and the predictor learns from a
+request only once its completion time has passed.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from seedance.core.errors import InputError
+from seedance.inference.batchers.base import (
+    Batcher,
+    Plan,
+    PoolPlan,
+    ReplicaView,
+    RequestBook,
+    RequestHistory,
+    make_batcher,
+)
+from seedance.inference.memory import BlockAllocator, KVBudget
+from seedance.inference.model import MIB, ModelShape
+from seedance.inference.perf import StepTimes
+from seedance.inference.profiles import DecodeLengthPredictor, kv_growth_feature
+from seedance.inference.routing import ROUTERS, Router
+from seedance.inference.trace import RequestTrace
+from seedance.sim.engine import EventLoop
+
+FUTURE, WAITING, PREFILL, DECODE, DONE, DROPPED = -1, 0, 1, 2, 3, 4
+_ARRIVAL, _WAKE = 0, 1
+_IDLE, _ITER, _SPAN = 0, 1, 2
+
+
+@dataclass(slots=True)
+class ServingRun:
+    """Everything one simulation produced (per-request columns and the KV-memory series).
+
+    Attributes:
+        policy: Batcher name.
+        trace: Trace source.
+        arrival, prompt, output: The replayed requests (``output`` >= 1).
+        predicted: Output tokens predicted at arrival.
+        baseline_pred: The running mean of past outputs at arrival (the predictor's baseline).
+        first_token, finish: Times (s) of the first and last output token (NaN if none).
+        state: Final state per request (``DONE`` or ``DROPPED``).
+        preemptions: Preemptions per request.
+        mem_t, mem_mib: KV memory held over time (all replicas).
+        replica_peak_mib: Peak KV memory per replica.
+        iterations: Iterations simulated (a span of n decode steps counts n).
+        events: Events processed.
+        wall_s: Wall-clock seconds of the run.
+        pools: Replicas per pool.
+        kv_pool_mib: KV pool size per replica (MiB).
+        delta_seen: ``(min, max)`` of δ over the run (batchers that have one), else ``None``.
+    """
+
+    policy: str
+    trace: str
+    arrival: NDArray[np.float64]
+    prompt: NDArray[np.int64]
+    output: NDArray[np.int64]
+    predicted: NDArray[np.float64]
+    baseline_pred: NDArray[np.float64]
+    first_token: NDArray[np.float64]
+    finish: NDArray[np.float64]
+    state: NDArray[np.int8]
+    preemptions: NDArray[np.int32]
+    mem_t: NDArray[np.float64]
+    mem_mib: NDArray[np.float64]
+    replica_peak_mib: list[float]
+    iterations: int
+    events: int
+    wall_s: float
+    pools: tuple[int, ...]
+    kv_pool_mib: float
+    delta_seen: tuple[float, float] | None = None
+
+
+class _Replica:
+    """Engine-side state of one replica (columnar request state lives in the simulator)."""
+
+    __slots__ = (
+        "batcher", "busy", "counter", "decoding", "heap", "held", "idx", "kv_end", "kv_start", "pad_b",
+        "pad_len", "peak", "pool", "prefilling", "queue", "res", "span_b", "span_k0", "span_n", "span_t0",
+        "sumbase", "sumq", "t_end", "timer", "view", "wake_seq",
+    )
+
+    def __init__(self, idx: int, pool: int, batcher: Batcher, view: ReplicaView, block_tokens: int) -> None:
+        self.idx = idx
+        self.pool = pool
+        self.batcher = batcher
+        self.view = view
+        self.queue = view.waiting
+        self.decoding = view.decoding
+        self.prefilling = view.prefilling
+        self.heap: list[tuple[int, int]] = []  # (counter at which it finishes, request)
+        self.counter = 0
+        self.sumbase = 0  # sum of decoders' base (KV tokens = counter + base)
+        self.sumq = 0  # sum of base // block_tokens
+        self.res = [0] * block_tokens  # decoders per base % block_tokens
+        self.held = 0  # blocks held by prefilling requests
+        self.busy = _IDLE
+        self.wake_seq = 0
+        self.timer: float | None = None
+        self.span_t0 = 0.0
+        self.span_k0 = 0
+        self.span_b = 0
+        self.span_n = 0
+        self.t_end = 0.0
+        self.kv_start = 0.0
+        self.kv_end = 0.0
+        self.pad_b = 0
+        self.pad_len = 0
+        self.peak = 0.0
+
+
+class ServingSimulator:
+    """Replays a request trace on ``replicas`` replicas, each driven by its own batcher instance.
+
+    Args:
+        trace: The requests.
+        step: Iteration-time tables of one replica.
+        shape: The model (KV bytes per token).
+        budget: The KV pool of one replica.
+        batcher: Registered batcher name.
+        options: Batcher options.
+        replicas: Replicas (all of the same GPU type and tensor-parallel degree).
+        router: Router name (default: the batcher's).
+        history: Requests completed before the trace (pool sizing, predictor warm start).
+        predictor_prior: The predictor's answer before it has seen any completion.
+        ttft_ms, tpot_ms: SLO targets shown to the batchers (``inf``: none).
+        audit: Mirror every block into a :class:`BlockAllocator` with ids and check it after each
+            event (slow; tests).
+    """
+
+    def __init__(
+        self, trace: RequestTrace, *, step: StepTimes, shape: ModelShape, budget: KVBudget, batcher: str,
+        options: dict[str, Any] | None = None, replicas: int = 1, router: str | None = None,
+        history: RequestHistory | None = None, predictor_prior: float = 128.0,
+        ttft_ms: float = math.inf, tpot_ms: float = math.inf, audit: bool = False,
+    ) -> None:
+        if replicas < 1:
+            raise InputError(f"must be >= 1, got {replicas}", source="--replicas")
+        self.trace = trace
+        self.step = step
+        self.shape = shape
+        self.budget = budget
+        self.policy = batcher
+        batchers = [make_batcher(batcher, options) for _ in range(replicas)]
+        cls = type(batchers[0])
+        self.policy = cls.name
+        self.request_level = cls.request_level
+        self.router: Router = ROUTERS.get(router or cls.default_router)()
+        hist = history or RequestHistory(np.zeros(0, np.int64), np.zeros(0, np.int64))
+        plan = cls.pool_plan(batchers[0].opts, hist, replicas)
+        self.pools: PoolPlan = plan if plan is not None else PoolPlan((), (replicas,))
+        if sum(self.pools.replicas) != replicas:
+            raise ValueError("pool plan does not cover the replicas")
+        self.predictor = DecodeLengthPredictor(prior=predictor_prior)
+        for p_, o_ in zip(hist.prompt.tolist(), hist.output.tolist(), strict=True):
+            self.predictor.observe(p_, o_)
+        self.audit = audit
+        n = len(trace)
+        self._gen = np.maximum(trace.output.astype(np.int64), 1)
+        self.book = RequestBook(
+            arrival=trace.arrival_s.astype(np.float64), prompt=trace.prompt.astype(np.int64),
+            predicted=np.zeros(n), features=np.zeros((n, 3)), out=np.zeros(n, np.int64),
+            computed=np.zeros(n, np.int64), first_token=np.full(n, np.nan),
+        )
+        self.state = np.full(n, FUTURE, np.int8)
+        self.finish = np.full(n, np.nan)
+        self.preempt = np.zeros(n, np.int32)
+        self.kvbase = np.zeros(n, np.int64)
+        self.held = np.zeros(n, np.int64)
+        self.baseline_pred = np.zeros(n)
+        self._kv_feature = kv_growth_feature(shape.kv_bytes_per_token)
+        self._observe: list[tuple[float, int]] = []
+        self._bs = budget.block_tokens
+        self._total = budget.total_blocks
+        self._tok_mib = shape.kv_bytes_per_token / MIB
+        self._blk_mib = budget.block_bytes / MIB
+        self._mem_t: list[float] = []
+        self._mem_v: list[float] = []
+        self._iterations = 0
+        self._delta_lo, self._delta_hi = math.inf, -math.inf
+        self.replicas: list[_Replica] = []
+        self._pool_members: list[list[int]] = []
+        for k, count in enumerate(self.pools.replicas):
+            shared: list[int] = []
+            members = []
+            for _ in range(count):
+                r = len(self.replicas)
+                view = ReplicaView(
+                    replica=r, book=self.book, total_blocks=self._total, block_tokens=self._bs,
+                    waiting=shared if self.router.shared else [], free_blocks=self._total,
+                    step=step, ttft_ms=ttft_ms, tpot_ms=tpot_ms,
+                )
+                self.replicas.append(_Replica(r, k, batchers[r], view, self._bs))
+                members.append(r)
+            self._pool_members.append(members)
+        self._alloc = [BlockAllocator(self._total) for _ in self.replicas] if audit else []
+        handlers: list[Callable[[float, int], None]] = [self._on_arrival, self._on_wake]
+        self.loop = EventLoop(handlers, arrival_kind=_ARRIVAL)
+
+    # ------------------------------------------------------------------ run
+    def run(self) -> ServingRun:
+        """Simulate to the end; every request ends done or dropped."""
+        import gc
+
+        t0 = time.perf_counter()
+        arr = self.book.arrival
+        gc_was = gc.isenabled()
+        gc.disable()
+        try:
+            # requests arriving at the same instant form one event, so a replica woken by the first
+            # sees them all
+            starts = np.flatnonzero(np.r_[True, np.diff(arr) > 0]) if len(arr) else np.zeros(0, np.int64)
+            self.loop.run(zip(arr[starts].tolist(), starts.tolist(), strict=True))
+        finally:
+            if gc_was:
+                gc.enable()
+        if not self._mem_t:  # nothing was ever admitted
+            self._mem_t.append(float(arr[0]) if len(arr) else 0.0)
+            self._mem_v.append(0.0)
+        left = (self.state != DONE) & (self.state != DROPPED)
+        self.state[left] = DROPPED  # never served: a batcher kept them waiting to the end
+        seen = (self._delta_lo, self._delta_hi) if self._delta_lo <= self._delta_hi else None
+        return ServingRun(
+            policy=self.policy, trace=self.trace.source, arrival=self.book.arrival, prompt=self.book.prompt,
+            output=self._gen, predicted=self.book.predicted, baseline_pred=self.baseline_pred,
+            first_token=self.book.first_token, finish=self.finish, state=self.state,
+            preemptions=self.preempt, mem_t=np.asarray(self._mem_t), mem_mib=np.asarray(self._mem_v),
+            replica_peak_mib=[r.peak for r in self.replicas], iterations=self._iterations,
+            events=self.loop.processed, wall_s=time.perf_counter() - t0, pools=self.pools.replicas,
+            kv_pool_mib=self.budget.total_mib, delta_seen=seen,
+        )
+
+    # ------------------------------------------------------------- arrivals
+    def _on_arrival(self, now: float, first: int) -> None:
+        arr = self.book.arrival
+        i = first
+        while i < len(arr) and arr[i] == now:
+            self._arrive(now, i)
+            i += 1
+
+    def _arrive(self, now: float, i: int) -> None:
+        obs = self._observe
+        pred = self.predictor
+        book = self.book
+        while obs and obs[0][0] <= now:
+            _, j = heapq.heappop(obs)
+            pred.observe(int(book.prompt[j]), int(self._gen[j]))
+        p = int(book.prompt[i])
+        guess = pred.predict(p)
+        self.baseline_pred[i] = pred.mean
+        book.predicted[i] = guess
+        f = book.features[i]
+        f[0] = math.log2(p)
+        f[1] = math.log2(max(guess, 1.0))
+        f[2] = self._kv_feature
+        if -(-(p + 1) // self._bs) > self._total:
+            self.state[i] = DROPPED  # its prompt and first decode step can never fit
+            return
+        self.state[i] = WAITING
+        members = self._pool_members[self.pools.pool_of(p + guess)]
+        reps = self.replicas
+        if self.router.shared:
+            reps[members[0]].queue.append(i)
+            for r in members:
+                self._notify(reps[r], now)
+        else:
+            outstanding = [len(reps[r].queue) + reps[r].view.running for r in members]
+            rep = reps[self.router.pick(members, outstanding)]
+            rep.queue.append(i)
+            self._notify(rep, now)
+
+    def _notify(self, rep: _Replica, now: float) -> None:
+        """A request joined ``rep``'s queue at ``now``: wake an idle replica, or end a decode span
+        at its next iteration boundary (iteration-level batchers only)."""
+        if rep.busy == _IDLE:
+            self._schedule(rep, now)
+        elif rep.busy == _SPAN and not self.request_level and now < rep.t_end:
+            k = self.step.steps_within(rep.span_b, rep.span_k0, (now - rep.span_t0) * 1000.0)
+            if k < rep.span_n:
+                self._set_span(rep, k)
+
+    # ---------------------------------------------------------------- wakes
+    def _schedule(self, rep: _Replica, t: float) -> None:
+        rep.wake_seq += 1
+        rep.t_end = t
+        self.loop.schedule(t, _WAKE, rep.wake_seq * len(self.replicas) + rep.idx)
+
+    def _on_wake(self, now: float, token: int) -> None:
+        nrep = len(self.replicas)
+        rep = self.replicas[token % nrep]
+        if token // nrep != rep.wake_seq:
+            return  # superseded by a later schedule
+        busy = rep.busy
+        rep.busy = _IDLE
+        if busy == _SPAN:
+            self._finish_span(rep, now)
+        elif busy == _ITER:
+            self._finish_iteration(rep, now)
+        self._next(rep, now)
+        if self.audit:
+            self._check(rep)
+
+    # -------------------------------------------------- block accounting
+    def _dec_blocks(self, rep: _Replica, n: int) -> int:
+        """Blocks the decoders hold after ``n`` more steps."""
+        b = len(rep.decoding)
+        if not b:
+            return 0
+        bs = self._bs
+        q, r = divmod(rep.counter + n + bs - 1, bs)
+        return b * q + rep.sumq + (sum(rep.res[bs - r:]) if r else 0)
+
+    def _blocks_after(self, rep: _Replica, n: int) -> int:
+        """Blocks ``rep`` holds after its decoders take ``n`` more steps."""
+        if rep.pad_b:
+            return rep.pad_b * (-(-(rep.pad_len + rep.counter + n) // self._bs))
+        return self._dec_blocks(rep, n) + rep.held
+
+    def _add_decoder(self, rep: _Replica, i: int, base: int) -> None:
+        self.kvbase[i] = base
+        rep.decoding.append(i)
+        rep.sumbase += base
+        q, r = divmod(base, self._bs)
+        rep.sumq += q
+        rep.res[r] += 1
+
+    def _drop_decoder_stats(self, rep: _Replica, i: int) -> None:
+        base = int(self.kvbase[i])
+        rep.sumbase -= base
+        q, r = divmod(base, self._bs)
+        rep.sumq -= q
+        rep.res[r] -= 1
+
+    def _kv_mib(self, rep: _Replica, n: int) -> float:
+        """KV MiB ``rep`` holds after ``n`` more decode steps (blocks, or the padded rectangle)."""
+        if rep.pad_b:
+            return rep.pad_b * (rep.pad_len + rep.counter + n) * self._tok_mib
+        return self._blocks_after(rep, n) * self._blk_mib
+
+    # ------------------------------------------------------------ decisions
+    def _next(self, rep: _Replica, now: float) -> None:
+        """Ask the batcher and start the next iteration or span (or go idle)."""
+        view = rep.view
+        view.now = now
+        if self.request_level and (rep.pad_b or not rep.queue):
+            if not rep.pad_b:
+                rep.timer = None
+                rep.kv_start = rep.kv_end = 0.0
+                self._record(now)
+            return
+        view.free_blocks = self._total - self._blocks_after(rep, 0)
+        view.kv_tokens = len(rep.decoding) * rep.counter + rep.sumbase
+        plan = rep.batcher.plan(view)
+        d = getattr(rep.batcher, "last_delta", None)
+        if d is not None:
+            self._delta_lo = min(self._delta_lo, d)
+            self._delta_hi = max(self._delta_hi, d)
+        if plan.reject:
+            gone = set(plan.reject)
+            rep.queue[:] = [j for j in rep.queue if j not in gone]
+            self.state[list(gone)] = DROPPED
+        rep.timer = plan.wake_at
+        if plan.prefill:
+            self._start_iteration(rep, now, plan)
+        elif rep.decoding and plan.decode and not self.request_level:
+            self._start_span(rep, now)
+        else:
+            rep.kv_start = rep.kv_end = self._kv_mib(rep, 0)
+            if plan.wake_at is not None:
+                self._schedule(rep, max(plan.wake_at, now))
+            self._record(now)
+
+    # -------------------------------------------------- prefill iterations
+    def _start_iteration(self, rep: _Replica, now: float, plan: Plan) -> None:
+        book = self.book
+        bs = self._bs
+        tokens = 0
+        sq = 0.0
+        admitted: list[int] = []
+        for i, t in plan.prefill:
+            st = self.state[i]
+            if st == WAITING:
+                admitted.append(i)
+            elif st != PREFILL or i not in rep.prefilling:
+                raise RuntimeError(f"batcher scheduled prefill for request {i} in state {st}")
+            length = book.prefill_len(i)
+            c = int(book.computed[i])
+            if t < 1 or c + t > length:
+                raise RuntimeError(f"bad prefill chunk {t} for request {i} ({c}/{length} done)")
+            tokens += t
+            sq += t * t + 2.0 * t * c
+        if admitted:
+            gone = set(admitted)
+            if len(gone) != len(admitted) or not gone.issubset(rep.queue):
+                raise RuntimeError("batcher admitted requests that are not in its queue")
+            rep.queue[:] = [j for j in rep.queue if j not in gone]
+            need = 0
+            for i in admitted:
+                self.state[i] = PREFILL
+                book.computed[i] = 0
+                rep.prefilling.append(i)
+                if not self.request_level:
+                    h = -(-book.prefill_len(i) // bs)
+                    self.held[i] = h
+                    need += h
+                    if self.audit:
+                        self._alloc[rep.idx].ensure(int(i), h)
+            if need > rep.view.free_blocks:
+                raise RuntimeError(f"batcher admitted {need} blocks with {rep.view.free_blocks} free")
+            rep.held += need
+        if self.request_level:
+            lens = [book.prefill_len(i) for i, _ in plan.prefill]
+            rep.pad_b, rep.pad_len, rep.counter = len(lens), max(lens), 0
+            if self._blocks_after(rep, 0) > self._total:
+                raise RuntimeError("request-level batch does not fit the KV pool")
+            tokens = rep.pad_b * rep.pad_len  # padded to the longest prompt
+            sq = float(rep.pad_b * rep.pad_len * rep.pad_len)
+        for i, t in plan.prefill:
+            book.computed[i] += t
+        decode = plan.decode and bool(rep.decoding) and not self.request_level
+        if decode and self._blocks_after(rep, 1) > self._total:
+            self._preempt(rep, now, 1)
+            decode = bool(rep.decoding)
+        step = self.step
+        if decode:
+            b = len(rep.decoding)
+            kv = b * rep.counter + rep.sumbase
+            ms = max(step.prefill_ms(tokens + b, sq), step.decode_base(b)) + step.kv_ms_per_token * kv
+        else:
+            ms = step.prefill_ms(tokens, sq)
+        rep.span_n = 1 if decode else 0
+        self._iterations += 1
+        rep.kv_start = self._kv_mib(rep, 0)
+        rep.kv_end = self._kv_mib(rep, rep.span_n)
+        rep.span_t0 = now
+        rep.busy = _ITER
+        self._schedule(rep, now + ms / 1000.0)
+        self._record(now)
+
+    def _finish_iteration(self, rep: _Replica, now: float) -> None:
+        book = self.book
+        if rep.span_n:
+            rep.counter += 1
+            self._complete_due(rep, now)
+        finished = [i for i in rep.prefilling if book.computed[i] >= book.prefill_len(i)]
+        if finished:
+            gone = set(finished)
+            rep.prefilling[:] = [j for j in rep.prefilling if j not in gone]
+        for i in finished:
+            length = book.prefill_len(i)
+            if math.isnan(book.first_token[i]):
+                book.first_token[i] = now
+            book.out[i] += 1
+            book.computed[i] = 0
+            rep.held -= int(self.held[i])
+            self.held[i] = 0
+            if book.out[i] >= self._gen[i]:
+                self._done(rep, i, now)
+                continue
+            self.state[i] = DECODE
+            if self.request_level:
+                rep.decoding.append(i)
+            else:
+                self._add_decoder(rep, i, length - rep.counter)
+            heapq.heappush(rep.heap, (rep.counter + int(self._gen[i] - book.out[i]), i))
+        if self.request_level:
+            self._start_padded_span(rep, now)
+
+    # ------------------------------------------------------ decode spans
+    def _start_span(self, rep: _Replica, now: float) -> None:
+        n = rep.heap[0][0] - rep.counter
+        total = self._total
+        if self._blocks_after(rep, n) > total:
+            lo, hi = 0, n  # the largest m < n with blocks_after(m) <= total
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                if self._blocks_after(rep, mid) <= total:
+                    lo = mid
+                else:
+                    hi = mid
+            n = lo
+            if n == 0:
+                self._preempt(rep, now, 1)
+                if rep.decoding:
+                    self._start_span(rep, now)
+                else:
+                    self._next(rep, now)
+                return
+        b = len(rep.decoding)
+        rep.span_b = b
+        rep.span_k0 = b * rep.counter + rep.sumbase
+        if rep.timer is not None and rep.timer > now:
+            n = min(n, self.step.steps_within(b, rep.span_k0, (rep.timer - now) * 1000.0))
+        rep.span_t0 = now
+        rep.kv_start = self._kv_mib(rep, 0)
+        rep.busy = _SPAN
+        self._set_span(rep, n)
+        self._record(now)
+
+    def _start_padded_span(self, rep: _Replica, now: float) -> None:
+        """Decode a padded batch to its end; members finish at their own steps (streamed)."""
+        b = rep.pad_b
+        k0 = b * rep.pad_len
+        rep.span_b, rep.span_k0, rep.span_t0 = b, k0, now
+        rep.kv_start = self._kv_mib(rep, 0)
+        rep.busy = _SPAN
+        if rep.heap:
+            ids = np.asarray([i for _, i in rep.heap])
+            steps = np.asarray([f for f, _ in rep.heap], dtype=np.float64) - rep.counter
+            a, c = self.step.decode_base(b), self.step.kv_ms_per_token
+            t_ms = steps * a + c * (steps * k0 + b * steps * (steps - 1) / 2.0)
+            self.finish[ids] = now + t_ms / 1000.0
+            for i in ids.tolist():
+                heapq.heappush(self._observe, (float(self.finish[i]), i))
+            n = max(f for f, _ in rep.heap) - rep.counter
+        else:
+            n = 0
+        self._set_span(rep, n)
+        self._record(now)
+
+    def _set_span(self, rep: _Replica, n: int) -> None:
+        rep.span_n = n
+        rep.kv_end = self._kv_mib(rep, n)
+        self._schedule(rep, rep.span_t0 + self.step.decode_span_ms(rep.span_b, rep.span_k0, n) / 1000.0)
+
+    def _finish_span(self, rep: _Replica, now: float) -> None:
+        self._iterations += rep.span_n
+        rep.counter += rep.span_n
+        rep.kv_start = rep.kv_end
+        self._record(now)  # the end of a span is its memory peak, before anything is freed
+        if not self.request_level:
+            self._complete_due(rep, now)
+            return
+        done = [i for _, i in rep.heap]  # their finish times were set when the span started
+        self.state[done] = DONE
+        self.book.out[done] = self._gen[done]
+        rep.heap.clear()
+        rep.decoding.clear()
+        rep.pad_b = rep.pad_len = rep.counter = 0
+        rep.kv_start = rep.kv_end = 0.0
+
+    def _complete_due(self, rep: _Replica, now: float) -> None:
+        heap = rep.heap
+        if not heap or heap[0][0] > rep.counter:
+            return
+        finished = []
+        while heap and heap[0][0] <= rep.counter:
+            finished.append(heapq.heappop(heap)[1])
+        gone = set(finished)
+        rep.decoding[:] = [j for j in rep.decoding if j not in gone]
+        for i in finished:
+            self._drop_decoder_stats(rep, i)
+            self.book.out[i] = self._gen[i]
+            self._done(rep, i, now)
+
+    def _done(self, rep: _Replica, i: int, now: float) -> None:
+        self.state[i] = DONE
+        self.finish[i] = now
+        heapq.heappush(self._observe, (now, i))
+        if self.audit:
+            self._alloc[rep.idx].free(int(i))
+
+    # ------------------------------------------------------- preemption
+    def _preempt(self, rep: _Replica, now: float, steps: int) -> None:
+        """Free blocks until the decoders' next ``steps`` steps fit; victims go back to the queue
+        head and are recomputed when readmitted. A decoder that cannot take the steps even alone
+        can never finish: it is dropped."""
+        total = self._total
+        bs = self._bs
+        book = self.book
+        for i in list(rep.decoding):
+            if -(-(rep.counter + int(self.kvbase[i]) + steps) // bs) > total:
+                self._evict(rep, i)
+                rep.queue.remove(i)
+                self.state[i] = DROPPED
+        while rep.decoding or rep.prefilling:
+            need = self._blocks_after(rep, steps) - total
+            if need <= 0:
+                return
+            if rep.decoding:  # batchers read output counts: bring the decoders' up to date
+                idx = np.asarray(rep.decoding)
+                book.out[idx] = rep.counter + self.kvbase[idx] - book.prompt[idx] + 1
+            rep.view.now = now
+            rep.view.free_blocks = total - self._blocks_after(rep, 0)
+            victims = rep.batcher.victims(rep.view, need)
+            if not victims:
+                raise RuntimeError("batcher returned no victim while memory is short")
+            for i in victims:
+                self._evict(rep, i)
+
+    def _evict(self, rep: _Replica, i: int) -> None:
+        st = self.state[i]
+        book = self.book
+        if st == DECODE:
+            rep.decoding.remove(i)
+            self._drop_decoder_stats(rep, i)
+            book.out[i] = rep.counter + self.kvbase[i] - book.prompt[i] + 1
+            rep.heap[:] = [(f, j) for f, j in rep.heap if j != i]
+            heapq.heapify(rep.heap)
+        elif st == PREFILL:
+            rep.prefilling.remove(i)
+            rep.held -= int(self.held[i])
+            self.held[i] = 0
+        else:
+            raise RuntimeError(f"cannot preempt request {i} in state {st}")
+        book.computed[i] = 0
+        self.state[i] = WAITING
+        self.preempt[i] += 1
+        rep.queue.insert(0, i)
+        if self.audit:
+            self._alloc[rep.idx].free(int(i))
+
+    # ----------------------------------------------------------- memory
+    def _record(self, now: float) -> None:
+        """Sample the KV memory of all replicas at ``now`` (each linear within its current
+        iteration or span, between the values at its ends)."""
+        total = 0.0
+        for r in self.replicas:
+            v = r.kv_start
+            if r.busy != _IDLE and r.t_end > r.span_t0:
+                frac = (now - r.span_t0) / (r.t_end - r.span_t0)
+                v += min(max(frac, 0.0), 1.0) * (r.kv_end - r.kv_start)
+            if v > r.peak:
+                r.peak = v
+            total += v
+        if self._mem_t and self._mem_t[-1] == now:
+            if total > self._mem_v[-1]:
+                self._mem_v[-1] = total
+            return
+        self._mem_t.append(now)
+        self._mem_v.append(total)
+
+    # ------------------------------------------------------------ audit
+    def _check(self, rep: _Replica) -> None:
+        """Mirror ``rep``'s block counts into its id allocator and check both (``audit=True``)."""
+        if self._blocks_after(rep, 0) > self._total:
+            raise AssertionError(f"replica {rep.idx} holds more blocks than exist")
+        if self.request_level:
+            return  # one padded tensor per batch: no blocks to mirror
+        alloc = self._alloc[rep.idx]
+        for i in rep.decoding:
+            alloc.ensure(int(i), -(-(rep.counter + int(self.kvbase[i])) // self._bs))
+        counted = self._dec_blocks(rep, 0) + rep.held
+        if alloc.used != counted:
+            raise AssertionError(f"replica {rep.idx}: {alloc.used} blocks by id, {counted} by count")
+        alloc.check()
