@@ -7,4 +7,5 @@ from seedance.scheduling.policies import (  # noqa: F401
     fgd,
     packing,
     random_fit,
+    seedance_pack,
 )

@@ -1,0 +1,249 @@
+"""``seedance``: a fragmentation-aware packer that learns the workload mix online.
+
+NOTE(seedance): like FGD, each pod goes where it increases the node's expected fragmentation
+the least, but (1) the mix is learned from the pods seen so far (``observe``), never given;
+(2) fragmentation counts how many *copies* of each request type the node can still host,
+limited by its GPUs, CPU and memory together, so idle GPU that CPU or memory can no longer feed
+is fragment too; (3) inside the node, a share goes to the GPU that leaves the least fragment,
+then the tightest one. Scores are ``int(100 * sigmoid(Δ / scale))`` so near-equal nodes tie and
+the per-cluster rank consolidates them, as in FGD. Memo tables are keyed on (request, node
+shape) and dropped whenever the learned mix is refreshed.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numpy.typing import NDArray
+
+from seedance.core.cluster import ClusterState
+from seedance.core.resources import MILLI_PER_GPU, ResourceRequest
+from seedance.scheduling.framework import (
+    PLACEMENT_POLICIES,
+    Nodes,
+    PlacementPolicy,
+    PolicyContext,
+    Scores,
+    best_fit_gpus,
+)
+from seedance.scheduling.online import Mix, OnlineMix
+
+F64 = NDArray[np.float64]
+ReqKey = tuple[int, int, int, int]
+
+
+class CopiesFragModel:
+    """Fragmentation measured as idle GPU that future copies of each request type cannot use.
+
+    Args:
+        mix: Learned request mix.
+        state: Cluster (model ids, shapes).
+        use_memory: Limit copies by free memory too.
+        fgd_weight: Weight of FGD's single-pod measure added to the copies measure.
+    """
+
+    def __init__(
+        self,
+        mix: Mix,
+        state: ClusterState,
+        *,
+        use_memory: bool = True,
+        fgd_weight: float = 0.0,
+        gpu_weight: float = 0.0,
+        balance: float = 0.0,
+    ) -> None:
+        self.state = state
+        self.use_memory = use_memory
+        self.fgd_weight = fgd_weight
+        gpu = mix.milli > 0
+        # weight types by pod count × (GPU request)^gpu_weight; CPU-only types keep their count
+        size = np.where(gpu, mix.k * mix.milli / MILLI_PER_GPU, 1.0)
+        w = mix.freq * size**gpu_weight
+        w = w / w.sum() if w.sum() > 0 else w
+        self.f_cpu_only = float(w[~gpu].sum())
+        self.f = w[gpu]
+        self.cpu = mix.cpu[gpu]
+        self.mem = mix.mem[gpu]
+        self.milli = mix.milli[gpu]
+        self.k = mix.k[gpu]
+        self.u, self.ui = np.unique(self.milli, return_inverse=True)
+        # expected CPU and memory per milli-GPU of the GPU pods in the mix (for the balance term)
+        gpu_milli = float((self.f * self.k * self.milli).sum())
+        self.cpu_per_milli = float((self.f * self.cpu).sum()) / gpu_milli if gpu_milli else 0.0
+        self.mem_per_milli = float((self.f * self.mem).sum()) / gpu_milli if gpu_milli else 0.0
+        self.balance = balance
+        acc = np.zeros((len(state.models) + 1, int(gpu.sum())), dtype=np.bool_)
+        types = [gt for gt, g in zip(mix.gpu_types, gpu.tolist(), strict=True) if g]
+        for j, allowed in enumerate(types):
+            for i, m in enumerate(state.models):
+                acc[i + 1, j] = (not allowed) or (m in allowed)
+        self.access = acc
+        self._memo: F64 = np.full(64, np.nan)
+
+    def frag(
+        self, model: NDArray[np.int16], cpu: NDArray[np.int64], mem: NDArray[np.int64], free: NDArray[np.int32]
+    ) -> F64:
+        """Fragment (milli-GPU) of the states given column-wise."""
+        free64 = free.astype(np.int64, copy=False)
+        total = free64.sum(axis=1).astype(np.float64)
+        if self.f.size == 0:
+            return total * self.f_cpu_only
+        per_u = (free64[:, :, None] // self.u[None, None, :]).sum(axis=1)  # S, U: copies by GPU
+        gpu_copies = per_u[:, self.ui] // self.k  # whole types: idle GPUs // k (u = 1000)
+        big = np.iinfo(np.int64).max // 4
+        cpu_copies = np.where(self.cpu > 0, cpu[:, None] // np.maximum(self.cpu, 1), big)
+        n = np.minimum(gpu_copies, cpu_copies)
+        if self.use_memory:
+            mem_copies = np.where(self.mem > 0, mem[:, None] // np.maximum(self.mem, 1.0), big).astype(np.int64)
+            n = np.minimum(n, mem_copies)
+        n = n * self.access[model.astype(np.intp) + 1]
+        usable = np.minimum(n * (self.milli * self.k), total[:, None])
+        frag = total * (self.f_cpu_only + float(self.f.sum())) - usable @ self.f
+        if self.fgd_weight:
+            ge = free64[:, :, None] >= self.u[None, None, :]
+            cnt = ge.sum(axis=1)
+            below = np.where(ge, 0, free64[:, :, None]).sum(axis=1)
+            ok = (cnt[:, self.ui] >= self.k) & (cpu[:, None] >= self.cpu) & self.access[model.astype(np.intp) + 1]
+            if self.use_memory:
+                ok &= mem[:, None] >= self.mem
+            fgd = total * (self.f_cpu_only + float(self.f.sum())) - ((total[:, None] - below[:, self.ui]) * ok) @ self.f
+            frag = frag + self.fgd_weight * fgd
+        if self.balance and self.cpu_per_milli > 0:
+            feedable = cpu / self.cpu_per_milli
+            if self.use_memory and self.mem_per_milli > 0:
+                feedable = np.minimum(feedable, mem / self.mem_per_milli)
+            frag = frag + self.balance * np.maximum(0.0, total - feedable)
+        return frag
+
+    def shape_frag(self, sids: NDArray[np.int64]) -> F64:
+        """Memoised fragment of shape ids of the bound state."""
+        n = self.state.n_shapes
+        if n > len(self._memo):
+            grown = np.full(max(n, 2 * len(self._memo)), np.nan)
+            grown[: len(self._memo)] = self._memo
+            self._memo = grown
+        vals = self._memo[sids]
+        missing = np.isnan(vals)
+        if missing.any():
+            todo = np.unique(sids[missing])
+            model, cpu, free = self.state.shapes()
+            mem = self.state.shape_mem()
+            self._memo[todo] = self.frag(model[todo], cpu[todo], mem[todo], free[todo])
+            vals = self._memo[sids]
+        return vals
+
+
+@PLACEMENT_POLICIES.register("seedance")
+class SeedancePacker(PlacementPolicy):
+    """Online-learned, CPU- and memory-aware fragmentation packer."""
+
+    name = "seedance"
+    summary = "learns the workload mix online; packs to keep GPUs, CPU and memory usable together"
+
+    def __init__(self, ctx: PolicyContext) -> None:
+        super().__init__(ctx)
+        opts = ctx.options
+        self.use_memory = bool(opts.get("memory", True))
+        self.fgd_weight = float(opts.get("fgd_weight", 0.0))  # type: ignore[arg-type]
+        self.gpu_weight = float(opts.get("gpu_weight", 0.0))  # type: ignore[arg-type]
+        self.balance = float(opts.get("balance", 0.0))  # type: ignore[arg-type]
+        self.scale = float(opts.get("scale", 1000.0))  # type: ignore[arg-type]
+        self.score_mode = str(opts.get("score", "sigmoid"))
+        self.mix = OnlineMix(coverage=float(opts.get("coverage", 1.0)))  # type: ignore[arg-type]
+        self._next_refresh = 32
+        self._model: CopiesFragModel | None = None
+        self._cache: dict[ReqKey, F64] = {}
+
+    def observe(self, req: ResourceRequest) -> None:
+        self.mix.observe(req)
+        if self.mix.seen >= self._next_refresh:
+            self._next_refresh = self.mix.seen + min(self.mix.seen, 1024)
+            self._model = None
+
+    def model(self, view: ClusterState) -> CopiesFragModel:
+        """The fragmentation model for the current learned mix on ``view``."""
+        if self._model is None or self._model.state is not view:
+            self._model = CopiesFragModel(
+                self.mix.snapshot(),
+                view,
+                use_memory=self.use_memory,
+                fgd_weight=self.fgd_weight,
+                gpu_weight=self.gpu_weight,
+                balance=self.balance,
+            )
+            self._cache = {}
+        return self._model
+
+    # ------------------------------------------------------------------ scoring
+    def deltas(self, view: ClusterState, req: ResourceRequest, nodes: Nodes) -> F64:
+        """Fragment decrease (milli-GPU) of placing ``req`` on each node (best GPU for a share)."""
+        m = self.model(view)
+        key = (req.cpu_milli, req.memory_mib, req.num_gpu, req.gpu_milli)
+        n = view.n_shapes
+        cache = self._cache.get(key)
+        if cache is None or len(cache) < n:
+            grown = np.full(max(n, 64 if cache is None else 2 * len(cache)), np.nan)
+            if cache is not None:
+                grown[: len(cache)] = cache
+            cache = grown
+            self._cache[key] = cache
+        sids = view.shape_id[nodes]
+        out = cache[sids]
+        missing = np.isnan(out)
+        if missing.any():
+            todo = np.unique(sids[missing])
+            cache[todo] = self._shape_deltas(m, req, todo)
+            out = cache[sids]
+        return out
+
+    def _shape_deltas(self, m: CopiesFragModel, req: ResourceRequest, sids: NDArray[np.int64]) -> F64:
+        model, cpu, free = m.state.shapes()
+        mem = m.state.shape_mem()
+        md, c, me, f = model[sids], cpu[sids] - req.cpu_milli, mem[sids] - req.memory_mib, free[sids]
+        before = m.shape_frag(sids)
+        if req.is_sharing:
+            s, g = f.shape
+            after_free = np.repeat(f[:, None, :], g, axis=1)
+            idx = np.arange(g)
+            after_free[:, idx, idx] -= req.gpu_milli
+            after = m.frag(np.repeat(md, g), np.repeat(c, g), np.repeat(me, g), after_free.reshape(s * g, g))
+            d = before[:, None] - after.reshape(s, g)
+            return np.where(f >= req.gpu_milli, d, -np.inf).max(axis=1)
+        after_free = f.copy()
+        if req.num_gpu:
+            after_free[:, : req.num_gpu] -= MILLI_PER_GPU
+        return before - m.frag(md, c, me, after_free)
+
+    def score(self, view: ClusterState, req: ResourceRequest, nodes: Nodes) -> Scores:
+        d = self.deltas(view, req, nodes)
+        if self.score_mode == "float":
+            return np.round(d).astype(np.int64)
+        primary = np.trunc(100.0 / (1.0 + np.exp(-d / self.scale))).astype(np.int64)
+        if self.score_mode == "sigmoid+gap" and req.is_sharing:
+            rows = view.gpu_free[nodes]
+            gap = np.where(rows >= req.gpu_milli, rows - req.gpu_milli, 10**6).min(axis=1)
+            return primary * 10**7 - gap
+        if self.score_mode == "sigmoid+cpu":
+            surplus = view.cpu_free[nodes] - req.cpu_milli - 12.0 * (view.gpu_free_total[nodes] - req.total_gpu_milli)
+            return primary * 10**9 + np.clip(surplus, -(10**8), 10**8).astype(np.int64)
+        return primary
+
+    def select_gpus(self, view: ClusterState, req: ResourceRequest, node: int) -> tuple[int, ...]:
+        if not req.is_sharing:
+            return best_fit_gpus(view, req, node)
+        m = self.model(view)
+        row = view.gpu_free[node]
+        g = row.size
+        after_free = np.repeat(row[None, :], g, axis=0).copy()
+        after_free[np.arange(g), np.arange(g)] -= req.gpu_milli
+        after = m.frag(
+            np.full(g, view.model[node], dtype=np.int16),
+            np.full(g, view.cpu_free[node] - req.cpu_milli, dtype=np.int64),
+            np.full(g, view.mem_free[node] - req.memory_mib, dtype=np.int64),
+            after_free,
+        )
+        val = np.where(row >= req.gpu_milli, -after, -math.inf)
+        best = val.max()
+        cand = np.flatnonzero(val >= best - 1e-9)
+        return (int(cand[np.argmin(row[cand])]),)
