@@ -21,6 +21,9 @@ COMMAND_MODULES: tuple[str, ...] = (
     "seedance.cli.simulate",
     "seedance.cli.policies",
     "seedance.cli.inference",
+    "seedance.cli.serve",
+    "seedance.cli.config",
+    "seedance.cli.jobs",
 )
 
 EXIT_BAD_INPUT = 2

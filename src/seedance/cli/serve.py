@@ -1,0 +1,72 @@
+"""``seedancectl serve``: run the control-plane API service (FastAPI on uvicorn).
+
+Options become ``SEEDANCE_*`` settings (see ``seedance.control.settings``). Before the workers
+start, the store is migrated to the newest schema; if it holds no admin token, one is created and
+printed once on stderr (only its hash is stored).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Annotated
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``serve`` command."""
+
+    @app.command("serve")
+    def serve(
+        host: Annotated[str | None, typer.Option(help="Address to listen on (default 127.0.0.1).")] = None,
+        port: Annotated[int | None, typer.Option(help="TCP port (default 8080).")] = None,
+        database_url: Annotated[str | None, typer.Option(
+            help="sqlite:///path.db (default: seedance.db in $SEEDANCE_HOME) or postgresql+psycopg://user@host/db."
+        )] = None,
+        workers: Annotated[int | None, typer.Option(help="uvicorn worker processes (default 1).")] = None,
+        scheduler: Annotated[bool, typer.Option("--scheduler/--no-scheduler",
+                                                help="Run the scheduling loop in the service.")] = True,
+        placement: Annotated[str | None, typer.Option(
+            help="Placement policy when no scheduling policy is enabled (default best-fit).")] = None,
+        dispatcher: Annotated[str | None, typer.Option(help="Backend for placed jobs (default noop).")] = None,
+        log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "warning",
+    ) -> None:
+        """Serve the control-plane API, dashboard and metrics."""
+        import uvicorn
+        from pydantic import ValidationError
+
+        from seedance.control.db import migrate
+        from seedance.control.db.session import Database
+        from seedance.control.dispatch import DISPATCHERS
+        from seedance.control.policydoc import canonical_placement
+        from seedance.control.services import tokens
+        from seedance.control.settings import ControlSettings
+        from seedance.core.errors import InputError
+
+        overrides = {
+            "host": host, "port": port, "database_url": database_url, "workers": workers,
+            "default_placement": canonical_placement(placement) if placement else None,
+            "dispatcher": DISPATCHERS.get(dispatcher).name if dispatcher else None,
+        }
+        for key, value in overrides.items():
+            if value is not None:
+                os.environ[f"SEEDANCE_{key.upper()}"] = str(value)
+        os.environ["SEEDANCE_SCHEDULER_ENABLED"] = "true" if scheduler else "false"
+        try:
+            settings = ControlSettings()
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            raise InputError(err["msg"], source="settings", field=".".join(str(x) for x in err["loc"])) from None
+        db = Database(settings.database_url, pool_size=2)
+        migrate.upgrade(db)
+        with db.write() as s:
+            secret = settings.bootstrap_token.get_secret_value() if settings.bootstrap_token else None
+            fresh = tokens.ensure_admin_token(session=s, value=secret)
+        db.dispose()
+        if fresh:
+            typer.echo(f"admin token (shown once; only its hash is stored): {fresh}", err=True)
+        typer.echo(f"seedance control plane on http://{settings.host}:{settings.port} ({db.describe()})", err=True)
+        uvicorn.run(
+            "seedance.control.app:create_app_from_env", factory=True, host=settings.host, port=settings.port,
+            workers=settings.workers, log_level=log_level, access_log=False, timeout_graceful_shutdown=5,
+        )

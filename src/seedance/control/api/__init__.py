@@ -1,0 +1,1 @@
+"""HTTP API: routes that only call services; dependencies; error mapping; middleware."""

@@ -1,0 +1,141 @@
+"""Error mapping and request-size guard: every failure is a JSON ``ErrorBody`` with a clear line.
+
+* service errors (``ControlError``) → their status (401, 403, 404, 409);
+* ``InputError`` and unknown registry names → 422; an illegal lifecycle move → 409;
+* request validation → 422 listing each field, a body that is not JSON at all → 400;
+* a body over ``max_body_bytes`` → 413 before the app reads it (nothing is stored).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from sqlalchemy.exc import IntegrityError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from seedance.control.errors import ControlError, Unauthorized
+from seedance.control.schemas import ErrorBody, ErrorItem
+from seedance.core.errors import InputError, InvalidTransition, UnknownNameError
+
+_ERR = {"model": ErrorBody}
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    400: {**_ERR, "description": "Malformed request (e.g. the body is not JSON)."},
+    401: {**_ERR, "description": "Missing, unknown or revoked token."},
+    403: {**_ERR, "description": "The token's role may not do this."},
+    404: {**_ERR, "description": "No such object (or one of another tenant)."},
+    409: {**_ERR, "description": "Conflict: name taken, idempotency key reused, illegal state change."},
+    413: {**_ERR, "description": "Request body too large."},
+    422: {**_ERR, "description": "Invalid input; each problem is located."},
+}
+
+
+def _body(
+    status: int, detail: str, errors: list[dict[str, str]] | None = None, headers: dict[str, str] | None = None
+) -> JSONResponse:
+    items = [ErrorItem(**e) for e in errors or []]
+    return JSONResponse(ErrorBody(detail=detail, errors=items).model_dump(), status_code=status, headers=headers)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Register the handlers on ``app``."""
+
+    @app.exception_handler(ControlError)
+    async def _control(_: Request, exc: ControlError) -> JSONResponse:
+        headers = {"WWW-Authenticate": "Bearer"} if isinstance(exc, Unauthorized) else None
+        return _body(exc.status, str(exc), headers=headers)
+
+    @app.exception_handler(InputError)
+    async def _input(_: Request, exc: InputError) -> JSONResponse:
+        loc = ".".join(x for x in (exc.source, exc.field) if x) or "request"
+        return _body(422, str(exc), [{"loc": loc, "msg": exc.message}])
+
+    @app.exception_handler(UnknownNameError)
+    async def _unknown(_: Request, exc: UnknownNameError) -> JSONResponse:
+        return _body(422, str(exc))
+
+    @app.exception_handler(InvalidTransition)
+    async def _transition(_: Request, exc: InvalidTransition) -> JSONResponse:
+        return _body(409, f"not allowed now: {exc}")
+
+    @app.exception_handler(IntegrityError)
+    async def _integrity(_: Request, exc: IntegrityError) -> JSONResponse:
+        return _body(409, "conflicts with stored data (a unique name or a reference); nothing was changed")
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
+        items = []
+        for err in exc.errors():
+            loc = ".".join(str(x) for x in err.get("loc", ()))
+            items.append({"loc": loc, "msg": str(err.get("msg", "invalid"))})
+            if err.get("type") == "json_invalid":
+                return _body(400, f"request body is not valid JSON: {err.get('ctx', {}).get('error', '')}".rstrip(": "),
+                             [{"loc": loc or "body", "msg": "invalid JSON"}])
+        first = items[0] if items else {"loc": "request", "msg": "invalid"}
+        more = f" (and {len(items) - 1} more)" if len(items) > 1 else ""
+        return _body(422, f"{first['loc']}: {first['msg']}{more}", items)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        detail = exc.detail if isinstance(exc.detail, str) else json.dumps(exc.detail)
+        return _body(exc.status_code, detail, headers=dict(exc.headers) if exc.headers else None)
+
+
+class BodyLimitMiddleware:
+    """Refuse request bodies larger than ``limit`` bytes with 413, before the app sees them.
+
+    Bodies are read up to the limit (declared or chunked), then replayed to the app.
+    """
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "OPTIONS"):
+            await self.app(scope, receive, send)
+            return
+        for name, value in scope.get("headers", ()):
+            if name == b"content-length":
+                try:
+                    declared = int(value)
+                except ValueError:
+                    await _body(400, "invalid Content-Length header")(scope, receive, send)
+                    return
+                if declared > self.limit:
+                    await self._too_large(scope, receive, send)
+                    return
+        chunks: list[bytes] = []
+        size = 0
+        more = True
+        while more:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.limit:
+                await self._too_large(scope, receive, send)
+                return
+            chunks.append(chunk)
+            more = message.get("more_body", False)
+        body = b"".join(chunks)
+        sent = False
+
+        async def replay() -> Message:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+    async def _too_large(self, scope: Scope, receive: Receive, send: Send) -> None:
+        resp = _body(413, f"request body larger than {self.limit} bytes; nothing was stored",
+                     headers={"Connection": "close"})
+        await resp(scope, receive, send)

@@ -1,0 +1,118 @@
+"""``/api/v1/jobs``: submit, list, read, cancel, decisions, events, explain."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Response
+
+from seedance.control.api.deps import BeforeId, IdPath, Limit, PrincipalDep, ServiceDep
+from seedance.control.api.errors import ERROR_RESPONSES
+from seedance.control.schemas import (
+    NAME_PATTERN,
+    DecisionList,
+    DecisionRead,
+    EventList,
+    EventRead,
+    Explanation,
+    JobCreate,
+    JobList,
+    JobRead,
+    Tier,
+)
+from seedance.control.services import events, jobs
+from seedance.core.lifecycle import JobStatus
+
+router = APIRouter(prefix="/api/v1", responses=ERROR_RESPONSES)
+
+
+@router.post(
+    "/jobs", status_code=201, response_model=JobRead, tags=["jobs"],
+    responses={200: {"model": JobRead, "description": "Replay: a job with this idempotency key already exists."}},
+)
+def submit_job(data: JobCreate, svc: ServiceDep, me: PrincipalDep) -> Response:
+    """Submit a job (member). Answered after the job is durably stored."""
+    with svc.db.write() as s:
+        out, created = jobs.submit_job(session=s, principal=me, data=data, scorer=svc.scorer,
+                                       directory=svc.directory)
+    if created:
+        svc.wake_scheduler()
+        return Response(out.model_dump_json(), status_code=201, media_type="application/json")
+    # the hot path skips FastAPI's re-validation of the answer: it is a JobRead built just now
+    return Response(out.model_dump_json(), status_code=200, media_type="application/json",
+                    headers={"Idempotent-Replayed": "true"})
+
+
+@router.get("/jobs", response_model=JobList, tags=["jobs"])
+def list_jobs(
+    svc: ServiceDep, me: PrincipalDep, limit: Limit = 100, before_id: BeforeId = None,
+    status: Annotated[JobStatus | None, Query()] = None,
+    tier: Annotated[Tier | None, Query()] = None,
+    cluster: Annotated[str | None, Query(pattern=NAME_PATTERN, max_length=63)] = None,
+    name: Annotated[str | None, Query(pattern=NAME_PATTERN, max_length=63)] = None,
+) -> JobList:
+    """Jobs of the caller's tenant (admins: all), newest first."""
+    with svc.db.read() as s:
+        rows = jobs.list_jobs(
+            session=s, principal=me, status=status.value if status else None, tier=tier.value if tier else None,
+            cluster=cluster, name=name, limit=limit, before_id=before_id,
+        )
+        names = jobs.cluster_names(session=s)
+        items = [jobs.to_read(j, names.get(j.cluster_id, "?")) for j in rows]
+    return JobList(items=items, next_before=items[-1].id if len(items) == limit else None)
+
+
+@router.get("/jobs/{job_id}", response_model=JobRead, tags=["jobs"])
+def get_job(job_id: IdPath, svc: ServiceDep, me: PrincipalDep) -> JobRead:
+    """One job."""
+    with svc.db.read() as s:
+        job = jobs.get_job(session=s, principal=me, job_id=job_id)
+        return jobs.to_read(job, jobs.cluster_names(session=s).get(job.cluster_id, "?"))
+
+
+@router.post("/jobs/{job_id}/cancel", response_model=JobRead, tags=["jobs"])
+def cancel_job(job_id: IdPath, svc: ServiceDep, me: PrincipalDep) -> JobRead:
+    """Cancel a job (member); a placed job gives its GPUs back."""
+    with svc.db.write() as s:
+        job, handle = jobs.cancel_job(session=s, principal=me, job_id=job_id)
+        out = jobs.to_read(job, jobs.cluster_names(session=s).get(job.cluster_id, "?"))
+    if handle is not None:
+        svc.dispatcher.cancel(handle)
+    svc.wake_scheduler()
+    return out
+
+
+@router.get("/jobs/{job_id}/decisions", response_model=DecisionList, tags=["jobs"])
+def job_decisions(job_id: IdPath, svc: ServiceDep, me: PrincipalDep, limit: Limit = 100) -> DecisionList:
+    """The job's scheduling decisions with explanations, oldest first."""
+    with svc.db.read() as s:
+        rows = jobs.decisions_of(session=s, principal=me, job_id=job_id, limit=limit)
+        return DecisionList(items=[DecisionRead.model_validate(d) for d in rows])
+
+
+@router.get("/jobs/{job_id}/events", response_model=EventList, tags=["jobs"])
+def job_events(job_id: IdPath, svc: ServiceDep, me: PrincipalDep, limit: Limit = 100) -> EventList:
+    """The job's events, newest first."""
+    with svc.db.read() as s:
+        jobs.get_job(session=s, principal=me, job_id=job_id)
+        rows = events.list_events(session=s, principal=me, job_id=job_id, limit=limit)
+        return EventList(items=[EventRead.model_validate(e) for e in rows], next_before=None)
+
+
+@router.get("/jobs/{job_id}/explain", response_model=Explanation, tags=["jobs"])
+def explain_job(job_id: IdPath, svc: ServiceDep, me: PrincipalDep) -> Explanation:
+    """Why the job is where it is."""
+    with svc.db.read() as s:
+        return jobs.explain_job(session=s, principal=me, job_id=job_id)
+
+
+@router.get("/events", response_model=EventList, tags=["events"])
+def list_events(
+    svc: ServiceDep, me: PrincipalDep, limit: Limit = 100, before_id: BeforeId = None,
+    kind: Annotated[str | None, Query(pattern=r"^[a-z][a-z._]{0,62}$")] = None,
+) -> EventList:
+    """The event log (the caller's tenant plus infrastructure events), newest first."""
+    with svc.db.read() as s:
+        rows = events.list_events(session=s, principal=me, kind=kind, limit=limit, before_id=before_id)
+        items = [EventRead.model_validate(e) for e in rows]
+    return EventList(items=items, next_before=items[-1].id if len(items) == limit else None)

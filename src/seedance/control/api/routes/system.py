@@ -1,0 +1,55 @@
+"""``/healthz``, ``/metrics``, ``/api/v1/dashboard`` and the dashboard's static page."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request, Response
+from fastapi.responses import RedirectResponse
+from sqlalchemy import text
+
+from seedance.control.api.deps import PrincipalDep, ServiceDep
+from seedance.control.api.errors import ERROR_RESPONSES
+from seedance.control.schemas import NAME_PATTERN, DashboardData, Health
+from seedance.control.services import dashboard
+
+router = APIRouter()
+api = APIRouter(prefix="/api/v1", responses=ERROR_RESPONSES)
+
+
+@router.get("/healthz", response_model=Health, tags=["system"])
+def healthz(svc: ServiceDep) -> Health:
+    """Liveness: the store answers and its schema revision."""
+    with svc.db.read() as s:
+        s.execute(text("SELECT 1"))
+    return Health(status="ok", database=svc.db.dialect, revision=svc.revision)
+
+
+@router.get(
+    "/metrics", tags=["system"], response_class=Response,
+    responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}, "description": "Prometheus text."},
+               **{k: v for k, v in ERROR_RESPONSES.items() if k == 401}},
+)
+def metrics(svc: ServiceDep, request: Request) -> Response:
+    """Prometheus metrics (public unless the service says otherwise)."""
+    if not svc.settings.metrics_public:
+        header = request.headers.get("authorization", "")
+        svc.authenticate(header[7:] if header.lower().startswith("bearer ") else None)
+    return Response(svc.metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8")
+
+
+@router.get("/", include_in_schema=False)
+def root() -> RedirectResponse:
+    """The dashboard."""
+    return RedirectResponse("/dashboard/")
+
+
+@api.get("/dashboard", response_model=DashboardData, tags=["dashboard"])
+def dashboard_data(
+    svc: ServiceDep, me: PrincipalDep,
+    cluster: Annotated[str | None, Query(pattern=NAME_PATTERN, max_length=63)] = None,
+    window_h: Annotated[float, Query(gt=0, le=24 * 31, description="Hours of cost history.")] = 24.0,
+) -> DashboardData:
+    """Everything the dashboard draws, for one cluster (default: the first)."""
+    with svc.db.read() as s:
+        return dashboard.dashboard_data(session=s, principal=me, cluster=cluster, window_h=window_h)

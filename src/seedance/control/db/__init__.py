@@ -1,0 +1,1 @@
+"""The control plane's store: models, the ``Database`` handle and Alembic migrations."""

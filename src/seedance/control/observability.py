@@ -1,0 +1,142 @@
+"""Prometheus metrics of the control plane, in one registry owned by the app (no globals).
+
+Names follow Prometheus conventions (``_seconds``, ``_total``, base units) and, for per-GPU
+series, DCGM exporter labels (``gpu``, ``modelName``, ``Hostname``), so Grafana panels built for
+``DCGM_FI_DEV_GPU_UTIL`` work on allocation too.
+
+Process-local series (observed as things happen):
+  * ``seedance_scheduler_decision_duration_seconds`` (histogram; ``policy``): one ``decide`` call;
+  * ``seedance_scheduler_cycle_duration_seconds`` (histogram): one loop cycle over a cluster;
+  * ``seedance_scheduler_decisions_total`` (counter; ``outcome``, ``policy``);
+  * ``seedance_job_scheduling_latency_seconds`` (histogram; ``tier``): submission → bind;
+  * ``seedance_http_requests_total`` / ``seedance_http_request_duration_seconds`` (``method``, ``route``).
+Store-derived series (computed at scrape time from the database, so they survive restarts and
+agree across worker processes):
+  * ``seedance_pending_jobs`` (gauge; ``cluster``, ``tier``);
+  * ``seedance_jobs`` (gauge; ``cluster``, ``tier``, ``status``), active and pending only;
+  * ``seedance_gpu_allocated_ratio`` (gauge; ``cluster``, ``Hostname``, ``gpu``, ``modelName``);
+  * ``seedance_cluster_gpu_capacity`` / ``seedance_cluster_gpu_allocated`` (gauges, GPUs; ``cluster``);
+  * ``seedance_job_cost_score`` (histogram of stored cost scores, USD; ``tier``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.registry import Collector
+from sqlalchemy import case, func, select
+
+from seedance.control.db.models import Cluster, Job, Node
+from seedance.core.lifecycle import JobStatus
+
+if TYPE_CHECKING:
+    from seedance.control.db.session import Database
+
+COST_BUCKETS = (0.1, 0.5, 1.0, 5.0, 10.0, 50.0, 100.0, 500.0, 1000.0, 5000.0, 10000.0)
+_LIVE = (JobStatus.PENDING.value, JobStatus.BOUND.value, JobStatus.RUNNING.value, JobStatus.DEFERRED.value)
+
+
+class ControlMetrics:
+    """Every metric of one service instance, in its own registry."""
+
+    def __init__(self, db: Database | None = None) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.decision_seconds = Histogram(
+            "seedance_scheduler_decision_duration_seconds", "Time of one scheduling decision (filter+score+select).",
+            ["policy"], registry=self.registry,
+            buckets=(1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 0.01, 0.025, 0.1),
+        )
+        self.cycle_seconds = Histogram(
+            "seedance_scheduler_cycle_duration_seconds", "Time of one scheduling cycle over a cluster.",
+            registry=self.registry, buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+        )
+        self.decisions = Counter(
+            "seedance_scheduler_decisions", "Scheduling decisions by outcome.", ["outcome", "policy"],
+            registry=self.registry,
+        )
+        self.scheduling_latency = Histogram(
+            "seedance_job_scheduling_latency_seconds", "Time from submission to bind.", ["tier"],
+            registry=self.registry, buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600),
+        )
+        self.http_requests = Counter(
+            "seedance_http_requests", "HTTP requests served.", ["method", "route", "status"], registry=self.registry
+        )
+        self.http_seconds = Histogram(
+            "seedance_http_request_duration_seconds", "HTTP request handling time.", ["method", "route"],
+            registry=self.registry, buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5),
+        )
+        if db is not None:
+            self.registry.register(StoreCollector(db))
+
+    def render(self) -> bytes:
+        """The exposition text."""
+        return generate_latest(self.registry)
+
+
+class StoreCollector(Collector):
+    """Series computed from the store at scrape time."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def describe(self) -> list[Metric]:
+        return []  # computed at scrape time; no static description
+
+    def collect(self) -> Iterator[Metric]:
+        pending = GaugeMetricFamily("seedance_pending_jobs", "Jobs waiting for a placement.",
+                                    labels=["cluster", "tier"])
+        jobs = GaugeMetricFamily("seedance_jobs", "Live jobs by status.", labels=["cluster", "tier", "status"])
+        ratio = GaugeMetricFamily(
+            "seedance_gpu_allocated_ratio", "Share of each GPU allocated to jobs (0..1).",
+            labels=["cluster", "Hostname", "gpu", "modelName"],
+        )
+        cap = GaugeMetricFamily("seedance_cluster_gpu_capacity", "GPUs in the cluster.", labels=["cluster"])
+        used = GaugeMetricFamily("seedance_cluster_gpu_allocated", "GPUs allocated (fractions add up).",
+                                 labels=["cluster"])
+        cost = HistogramMetricFamily("seedance_job_cost_score", "cost_score of live jobs (USD).", labels=["tier"])
+        with self.db.read() as s:
+            names = dict(s.execute(select(Cluster.id, Cluster.name)).all())
+            for cid, tier, status, n in s.execute(
+                select(Job.cluster_id, Job.tier, Job.status, func.count(Job.id))
+                .where(Job.status.in_(_LIVE)).group_by(Job.cluster_id, Job.tier, Job.status)
+            ):
+                cname = names.get(cid, str(cid))
+                jobs.add_metric([cname, tier, status], float(n))
+                if status == JobStatus.PENDING.value:
+                    pending.add_metric([cname, tier], float(n))
+            nodes = s.execute(select(Node.cluster_id, Node.name, Node.gpu_count, Node.gpu_model)).all()
+            alloc: dict[tuple[int, str | None], list[int]] = {(c, n): [0] * g for c, n, g, _ in nodes}
+            for cid, node, gpus, milli in s.execute(
+                select(Job.cluster_id, Job.node_name, Job.gpu_indices, Job.gpu_milli)
+                .where(Job.status.in_((JobStatus.BOUND.value, JobStatus.RUNNING.value)))
+            ):
+                per_gpu = alloc.get((cid, node))
+                if per_gpu is None:
+                    continue
+                for g in gpus:
+                    if 0 <= g < len(per_gpu):
+                        per_gpu[g] += milli
+            totals: dict[int, list[float]] = {}
+            for cid, node, g, model in nodes:
+                cname = names.get(cid, str(cid))
+                t = totals.setdefault(cid, [0.0, 0.0])
+                t[0] += g
+                for i, milli in enumerate(alloc[(cid, node)]):
+                    ratio.add_metric([cname, node, str(i), model or ""], milli / 1000.0)
+                    t[1] += milli / 1000.0
+            for cid, (c, u) in totals.items():
+                cap.add_metric([names.get(cid, str(cid))], c)
+                used.add_metric([names.get(cid, str(cid))], u)
+            cols = [func.sum(case((Job.cost_score <= b, 1), else_=0)) for b in COST_BUCKETS]
+            for agg in s.execute(
+                select(Job.tier, func.count(Job.id), func.coalesce(func.sum(Job.cost_score), 0.0), *cols)
+                .where(Job.status.in_(_LIVE)).group_by(Job.tier)
+            ):
+                tier_name, count, total = str(agg[0]), int(agg[1]), float(agg[2])
+                buckets = [(f"{b:g}", float(agg[3 + i] or 0)) for i, b in enumerate(COST_BUCKETS)]
+                buckets.append(("+Inf", float(count)))
+                cost.add_metric([tier_name], buckets, total)
+        yield from (pending, jobs, ratio, cap, used, cost)

@@ -1,0 +1,485 @@
+"""API models (pydantic): what the REST API and the CLI's manifests accept and return.
+
+Create/update models forbid unknown fields and bound every size (strings, lists, label maps), so
+a malformed or oversized payload is a 4xx with the offending field named, never a stored row.
+The same ``JobCreate`` is what ``seedancectl submit -f job.yaml`` sends (its ``spec``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from enum import Enum, StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
+
+from seedance.core.catalog import CATALOG
+from seedance.core.errors import UnknownNameError
+from seedance.core.lifecycle import JobStatus, NodeStatus
+from seedance.core.resources import MILLI_PER_GPU
+from seedance.tiers import DEFAULT_TIER_CONFIG
+
+NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
+NODE_NAME_PATTERN = r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$"
+LABEL_KEY_PATTERN = r"^[A-Za-z0-9]([-A-Za-z0-9_./]{0,61}[A-Za-z0-9])?$"
+LABEL_VALUE_PATTERN = r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$"
+IDEMPOTENCY_PATTERN = r"^[\x21-\x7e]{1,128}$"
+MAX_LABELS = 32
+MAX_GPUS_PER_JOB = 64
+
+Name = Annotated[str, StringConstraints(pattern=NAME_PATTERN, min_length=1, max_length=63)]
+NodeName = Annotated[str, StringConstraints(pattern=NODE_NAME_PATTERN, min_length=1, max_length=253)]
+LabelKey = Annotated[str, StringConstraints(pattern=LABEL_KEY_PATTERN, min_length=1, max_length=63)]
+LabelValue = Annotated[str, StringConstraints(pattern=LABEL_VALUE_PATTERN, max_length=63)]
+Labels = Annotated[dict[LabelKey, LabelValue], Field(max_length=MAX_LABELS)]
+def _printable(v: str) -> str:
+    if "\x00" in v:
+        raise ValueError("must not contain NUL characters")
+    try:
+        v.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("must be valid Unicode text (no lone surrogates)") from None
+    return v
+
+
+ShortText = Annotated[str, StringConstraints(max_length=500), AfterValidator(_printable)]
+RegistryName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][-A-Za-z0-9_]{0,62}$")]
+
+Tier = Enum("Tier", {n: n for n in DEFAULT_TIER_CONFIG.names()}, type=str)  # type: ignore[misc]
+"""SLA tiers of the default tier configuration (gold, silver, bronze)."""
+
+
+class Role(StrEnum):
+    """What a token may do (each role includes the rights of the ones below it).
+
+    * ``admin``: everything, in every tenant (create tenants, tokens for any tenant).
+    * ``operator``: manage shared infrastructure (clusters, nodes, scheduling policies) and tokens
+      of its own tenant, plus everything a member may do.
+    * ``member``: submit and cancel jobs of its tenant.
+    * ``viewer``: read its tenant's objects and the shared infrastructure.
+    """
+
+    ADMIN = "admin"
+    OPERATOR = "operator"
+    MEMBER = "member"
+    VIEWER = "viewer"
+
+    @property
+    def rank(self) -> int:
+        """Larger is more powerful."""
+        return _ROLE_RANK[self]
+
+
+_ROLE_RANK = {Role.VIEWER: 0, Role.MEMBER: 1, Role.OPERATOR: 2, Role.ADMIN: 3}
+
+
+class JobKind(StrEnum):
+    """Kinds of jobs."""
+
+    TRAINING_JOB = "TrainingJob"
+    INFERENCE_SERVICE = "InferenceService"
+
+
+class _In(BaseModel):
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=False)
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+
+# ---------------------------------------------------------------------------------------- errors
+class ErrorItem(BaseModel):
+    """One problem in a request."""
+
+    loc: str = Field(description="Where: e.g. 'body.gpus' or 'query.limit'.")
+    msg: str = Field(description="What is wrong.")
+
+
+class ErrorBody(BaseModel):
+    """Every 4xx answer: one readable line plus the individual problems."""
+
+    detail: str = Field(description="One line a person can act on.")
+    errors: list[ErrorItem] = Field(default_factory=list, description="Each problem, located.")
+
+
+# --------------------------------------------------------------------------------------- tenants
+class TenantCreate(_In):
+    """A new tenant (admin only)."""
+
+    name: Name = Field(description="Unique name (DNS label).")
+    display_name: Annotated[str, StringConstraints(max_length=200), AfterValidator(_printable)] = ""
+
+
+class TenantRead(_Out):
+    """A tenant."""
+
+    id: int
+    name: str
+    display_name: str
+    created_at: dt.datetime
+
+
+# ---------------------------------------------------------------------------------------- tokens
+class TokenCreate(_In):
+    """A new API token; the answer shows its value once."""
+
+    name: Name = Field(description="A label for the token (who or what uses it).")
+    role: Role = Field(description="admin, operator, member or viewer.")
+    tenant_id: int | None = Field(
+        default=None, ge=1, le=2**62, description="Tenant of the token (default: the caller's; others: admin only)."
+    )
+
+
+class TokenRead(_Out):
+    """A token without its value."""
+
+    id: int
+    tenant_id: int
+    name: str
+    role: Role
+    prefix: str = Field(description="First characters of the value, to recognise it.")
+    created_at: dt.datetime
+    revoked_at: dt.datetime | None
+
+
+class TokenCreated(TokenRead):
+    """A new token, with its value: shown this once, only its hash is stored."""
+
+    token: str
+
+
+class WhoAmI(BaseModel):
+    """The caller."""
+
+    token_id: int
+    token_name: str
+    tenant_id: int
+    tenant: str
+    role: Role
+
+
+# -------------------------------------------------------------------------------------- clusters
+class ClusterCreate(_In):
+    """A new cluster."""
+
+    name: Name
+    description: ShortText = ""
+
+
+class ClusterRead(BaseModel):
+    """A cluster with totals."""
+
+    id: int
+    name: str
+    description: str
+    nodes: int
+    gpus: int
+    allocated_gpu_milli: int
+    capacity_gpu_milli: int
+    created_at: dt.datetime
+
+
+class NodeCreate(_In):
+    """A new node of a cluster."""
+
+    name: NodeName
+    cpu_milli: int = Field(ge=0, le=10_000_000, description="Allocatable CPU in milli-cores.")
+    memory_mib: int = Field(ge=0, le=1_000_000_000, description="Allocatable memory in MiB.")
+    gpu_count: int = Field(default=0, ge=0, le=MAX_GPUS_PER_JOB)
+    gpu_model: Annotated[str, StringConstraints(min_length=1, max_length=32)] | None = Field(
+        default=None, description="GPU model (catalog name or alias, e.g. A100-80GB); required with GPUs."
+    )
+    labels: Labels = Field(default_factory=dict, description="e.g. gpu.sla.level: gold, gpu.mode: exclusive.")
+
+    @field_validator("gpu_model")
+    @classmethod
+    def _model(cls, v: str | None) -> str | None:
+        return None if v is None else _canonical_gpu(v)
+
+    @model_validator(mode="after")
+    def _gpus(self) -> NodeCreate:
+        if self.gpu_count > 0 and self.gpu_model is None:
+            raise ValueError("gpu_model is required when gpu_count > 0")
+        if self.gpu_count == 0 and self.gpu_model is not None:
+            raise ValueError("gpu_model must be empty when gpu_count is 0")
+        return self
+
+
+class NodeUpdate(_In):
+    """Change a node's labels or status (cordon: status=cordoned)."""
+
+    labels: Labels | None = None
+    status: NodeStatus | None = None
+
+
+class NodeRead(BaseModel):
+    """A node with its current allocation."""
+
+    id: int
+    cluster: str
+    name: str
+    cpu_milli: int
+    memory_mib: int
+    gpu_count: int
+    gpu_model: str | None
+    labels: dict[str, str]
+    status: NodeStatus
+    allocated_cpu_milli: int
+    allocated_memory_mib: int
+    allocated_gpu_milli: list[int] = Field(description="Milli-GPU allocated on each GPU (0..1000).")
+    jobs: int
+
+
+# ------------------------------------------------------------------------------------------ jobs
+class JobCreate(_In):
+    """A job to schedule: a TrainingJob or an InferenceService (one placement).
+
+    ``gpus`` is a count (1, 2, 8) or a fraction of one GPU (0.25 = 250 milli-GPU); 0 means CPU only.
+    """
+
+    kind: JobKind = JobKind.TRAINING_JOB
+    name: Name | None = Field(default=None, description="Unique in the tenant (default: generated).")
+    cluster: Name = Field(default="default", description="Cluster to run on.")
+    tier: Tier = Field(default=Tier("bronze"), description="SLA tier.")
+    priority: int = Field(default=0, ge=-1000, le=1000, description="Priority within the tier.")
+    gpus: float = Field(default=1.0, ge=0, le=MAX_GPUS_PER_JOB, description="GPU count, or a fraction below 1.")
+    gpu_types: Annotated[list[Annotated[str, StringConstraints(min_length=1, max_length=32)]], Field(
+        max_length=16)] = Field(default_factory=list, description="Acceptable GPU models (empty: any).")
+    cpu_milli: int = Field(default=1000, ge=0, le=10_000_000)
+    memory_mib: int = Field(default=1024, ge=0, le=1_000_000_000)
+    deadline: dt.datetime | None = Field(default=None, description="Latest acceptable completion time.")
+    flexibility_hours: float = Field(
+        default=0.0, ge=0, le=8760, description="How long the start may be deferred for a cheaper window."
+    )
+    duration_hours: float | None = Field(default=None, gt=0, le=8760, description="Expected run time.")
+    idempotency_key: Annotated[str, StringConstraints(pattern=IDEMPOTENCY_PATTERN)] | None = Field(
+        default=None, description="Resubmitting with the same key returns the first job instead of a new one."
+    )
+    labels: Labels = Field(default_factory=dict)
+    tenant_id: int | None = Field(default=None, ge=1, le=2**62, description="Admin only: submit for this tenant.")
+
+    @field_validator("gpus")
+    @classmethod
+    def _gpus(cls, v: float) -> float:
+        if not math.isfinite(v):
+            raise ValueError("gpus must be a finite number")
+        milli = v * MILLI_PER_GPU
+        if abs(milli - round(milli)) > 1e-6:
+            raise ValueError("gpus must be a multiple of 0.001")
+        if v > 1 and abs(v - round(v)) > 1e-9:
+            raise ValueError("more than one GPU must be a whole number (fractions only below 1)")
+        return v
+
+    @field_validator("gpu_types")
+    @classmethod
+    def _types(cls, v: list[str]) -> list[str]:
+        return sorted({_canonical_gpu(t) for t in v})
+
+    @field_validator("deadline")
+    @classmethod
+    def _deadline(cls, v: dt.datetime | None) -> dt.datetime | None:
+        if v is None:
+            return None
+        if v.tzinfo is None:
+            v = v.replace(tzinfo=dt.UTC)
+        if not dt.datetime(2000, 1, 1, tzinfo=dt.UTC) <= v <= dt.datetime(2200, 1, 1, tzinfo=dt.UTC):
+            raise ValueError("deadline must be between 2000 and 2200")
+        return v
+
+    @property
+    def num_gpu(self) -> int:
+        """GPU count of the placement (1 for a fraction)."""
+        if self.gpus == 0:
+            return 0
+        return 1 if self.gpus < 1 else round(self.gpus)
+
+    @property
+    def gpu_milli(self) -> int:
+        """Milli-GPU taken on each GPU."""
+        if self.gpus == 0:
+            return 0
+        return round(self.gpus * MILLI_PER_GPU) if self.gpus < 1 else MILLI_PER_GPU
+
+
+class JobRead(BaseModel):
+    """A job and where it stands."""
+
+    id: int
+    tenant_id: int
+    name: str
+    kind: JobKind
+    cluster: str
+    tier: str
+    priority: int
+    gpus: float
+    num_gpu: int
+    gpu_milli: int
+    gpu_types: list[str]
+    cpu_milli: int
+    memory_mib: int
+    deadline: dt.datetime | None
+    flexibility_hours: float
+    duration_hours: float | None
+    labels: dict[str, str]
+    idempotency_key: str | None
+    status: JobStatus
+    status_reason: str
+    node: str | None
+    gpu_indices: list[int]
+    cost_score: float = Field(description="Expected cost of the job (see cost_basis).")
+    cost_basis: str = Field(description="How cost_score was computed.")
+    version: int
+    created_at: dt.datetime
+    updated_at: dt.datetime
+    bound_at: dt.datetime | None
+    started_at: dt.datetime | None
+    finished_at: dt.datetime | None
+
+
+class JobList(BaseModel):
+    """A page of jobs, newest first."""
+
+    items: list[JobRead]
+    next_before: int | None = Field(description="Pass as before_id for the next page (null: last page).")
+
+
+class DecisionRead(_Out):
+    """One scheduling decision from the append-only log."""
+
+    id: int
+    job_id: int
+    outcome: Literal["bind", "pending", "reject"]
+    node: str | None = Field(validation_alias="node_name")
+    gpu_indices: list[int]
+    score: int | None
+    policy: str
+    reason: str
+    explanation: dict[str, Any]
+    cost_score: float | None
+    latency_us: int
+    created_at: dt.datetime
+
+
+class EventRead(_Out):
+    """One event from the append-only log."""
+
+    id: int
+    tenant_id: int | None
+    job_id: int | None
+    cluster_id: int | None
+    kind: str
+    message: str
+    data: dict[str, Any]
+    created_at: dt.datetime
+
+
+class DecisionList(BaseModel):
+    """Decisions, oldest first."""
+
+    items: list[DecisionRead]
+
+
+class EventList(BaseModel):
+    """Events, newest first."""
+
+    items: list[EventRead]
+    next_before: int | None
+
+
+class Explanation(BaseModel):
+    """Why a job is where it is: its status, the latest decision and the decision history size."""
+
+    job: JobRead
+    summary: str
+    latest: DecisionRead | None
+    decisions: int
+
+
+# -------------------------------------------------------------------------------------- policies
+class PolicyCreate(_In):
+    """A scheduling policy: placement and queue order by registry name plus its YAML document."""
+
+    name: Name
+    cluster: Name | None = Field(default=None, description="Cluster it applies to (null: every cluster).")
+    placement: RegistryName = Field(default="best-fit", description="Placement policy registry name.")
+    queue_order: RegistryName = Field(default="priority", description="Queue order registry name.")
+    plugin: RegistryName | None = Field(default=None, description="Cost plug-in, e.g. electricity-pricing.")
+    region: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][-A-Za-z0-9_.]{0,62}$")] | None = None
+    config_yaml: Annotated[str, StringConstraints(max_length=32 * 1024), AfterValidator(_printable)] = Field(
+        default="", description="The policy YAML, as given to the CLI's --config-file."
+    )
+    enabled: bool = False
+
+
+class PolicyRead(_Out):
+    """A stored scheduling policy."""
+
+    id: int
+    name: str
+    cluster: str | None
+    placement: str
+    queue_order: str
+    plugin: str | None
+    region: str | None
+    config_yaml: str
+    config: dict[str, Any]
+    enabled: bool
+    version: int
+    created_at: dt.datetime
+    updated_at: dt.datetime
+
+
+# ------------------------------------------------------------------------------------- dashboard
+class HeatmapRow(BaseModel):
+    """One node of the heatmap: allocation per GPU in milli-GPU."""
+
+    node: str
+    model: str | None
+    status: str
+    tier: str | None
+    gpu_milli: list[int]
+
+
+class CostPoint(BaseModel):
+    """Spend rate at one time: $/h of the GPUs allocated then."""
+
+    t: dt.datetime
+    usd_per_hour: float
+    gpus: float
+
+
+class DashboardData(BaseModel):
+    """Everything the dashboard draws."""
+
+    cluster: str | None
+    clusters: list[str]
+    heatmap: list[HeatmapRow]
+    jobs_by_tier_status: dict[str, dict[str, int]]
+    pending_reasons: list[dict[str, Any]]
+    cost: list[CostPoint]
+    generated_at: dt.datetime
+
+
+class Health(BaseModel):
+    """Liveness and the store's state."""
+
+    status: Literal["ok"]
+    database: str
+    revision: str | None
+
+
+def _canonical_gpu(name: str) -> str:
+    try:
+        return CATALOG.resolve(name).name
+    except UnknownNameError as exc:
+        raise ValueError(str(exc)) from None

@@ -1,0 +1,111 @@
+"""``ControlService``: everything one control-plane process holds, wired from its settings.
+
+The API app (``app.create_app``) and the CLI's local mode (``client.LocalClient``) both build one;
+it owns the store handle, the metrics registry, the cost scorer, the policy validator, the
+dispatcher, the scheduling loop and the token cache. Nothing here is module-global, so two
+services in one process (tests do this) never share state.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+
+from seedance.control.costing import CostScorer, make_cost_scorer
+from seedance.control.db import migrate
+from seedance.control.db.session import Database
+from seedance.control.dispatch import Dispatcher, make_dispatcher
+from seedance.control.errors import Unauthorized
+from seedance.control.observability import ControlMetrics
+from seedance.control.policydoc import PolicyValidator, default_policy_validator
+from seedance.control.security import Principal, hash_token
+from seedance.control.services import tokens
+from seedance.control.services.jobs import ClusterDirectory
+from seedance.control.services.scheduling import FilterProvider, SchedulingLoop
+from seedance.control.settings import ControlSettings
+from seedance.scheduling.framework import FilterPlugin
+
+_CACHE_MAX = 10_000
+
+
+class ControlService:
+    """One control-plane instance.
+
+    Args:
+        settings: Service settings.
+        filters: Extra scheduling filter plug-ins (a list for every tier, or ``tier -> list``).
+        cost_scorer: Name of the ``COST_SCORERS`` entry computing ``cost_score``.
+        dispatcher: A dispatcher instance (default: the one named by ``settings.dispatcher``).
+        run_migrations: Bring the store to the newest schema first.
+    """
+
+    def __init__(
+        self, settings: ControlSettings, *, filters: Sequence[FilterPlugin] | FilterProvider = (),
+        cost_scorer: str = "gpu-hours", dispatcher: Dispatcher | None = None, run_migrations: bool = True,
+    ) -> None:
+        self.settings = settings
+        self.db = Database(settings.database_url, pool_size=settings.db_pool_size)
+        if run_migrations:
+            migrate.upgrade(self.db)
+        self.metrics = ControlMetrics(self.db)
+        self.scorer: CostScorer = make_cost_scorer(cost_scorer)
+        self.directory = ClusterDirectory()
+        self.revision = migrate.current_revision(self.db)
+        self.validator: PolicyValidator = default_policy_validator()
+        self.dispatcher = dispatcher if dispatcher is not None else make_dispatcher(settings.dispatcher)
+        self.loop = SchedulingLoop(
+            self.db, scorer=self.scorer, dispatcher=self.dispatcher, filters=filters, metrics=self.metrics,
+            default_placement=settings.default_placement, default_queue=settings.default_queue_order,
+            batch=settings.scheduler_batch, explain=settings.explain, interval_s=settings.scheduler_interval_s,
+        )
+        self._auth_cache: dict[str, tuple[Principal, float]] = {}
+        self._auth_lock = threading.Lock()
+        self.bootstrap_value: str | None = None
+        with self.db.write() as s:
+            secret = settings.bootstrap_token.get_secret_value() if settings.bootstrap_token else None
+            self.bootstrap_value = tokens.ensure_admin_token(session=s, value=secret)
+
+    def start(self) -> None:
+        """Start the scheduling loop thread (when enabled)."""
+        if self.settings.scheduler_enabled:
+            self.loop.start()
+
+    def close(self) -> None:
+        """Stop the loop, the dispatcher and the store connections."""
+        self.loop.stop()
+        self.dispatcher.close()
+        self.db.dispose()
+
+    def wake_scheduler(self) -> None:
+        """Start a scheduling cycle now (no-op when the loop is not running here)."""
+        self.loop.wake()
+
+    # ------------------------------------------------------------------------------- tokens
+    def authenticate(self, value: str | None) -> Principal:
+        """The caller of a presented token; ``Unauthorized`` when missing, unknown or revoked."""
+        if not value:
+            raise Unauthorized("missing bearer token (header 'Authorization: Bearer <token>')")
+        key = hash_token(value)
+        now = time.monotonic()
+        ttl = self.settings.auth_cache_ttl_s
+        if ttl > 0:
+            hit = self._auth_cache.get(key)
+            if hit is not None and hit[1] > now:
+                return hit[0]
+        with self.db.read() as s:
+            principal = tokens.authenticate(session=s, value=value)
+        if principal is None:
+            raise Unauthorized("unknown or revoked token")
+        if ttl > 0:
+            with self._auth_lock:
+                if len(self._auth_cache) >= _CACHE_MAX:
+                    self._auth_cache.clear()
+                self._auth_cache[key] = (principal, now + ttl)
+        return principal
+
+    def forget_token(self, token_id: int) -> None:
+        """Drop a token from this process's cache (called after it is revoked here)."""
+        with self._auth_lock:
+            for key in [k for k, (p, _) in self._auth_cache.items() if p.token_id == token_id]:
+                del self._auth_cache[key]

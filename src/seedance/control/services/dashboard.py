@@ -1,0 +1,100 @@
+"""What the web dashboard draws: heatmap, jobs by tier and status, pending reasons, cost over time.
+
+Job-derived panels are scoped to the caller's tenant (admins see all); the heatmap shows the
+shared infrastructure (allocation only, no job identities). Cost over time is the spend rate
+($/h) of the GPUs held by jobs at each of ``points`` instants of the last ``window_h`` hours: each
+job bound in the window contributes ``gpus × catalog $/GPU-h of its node's model`` from its bind
+to its end.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import numpy as np
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from seedance.control.db.models import Cluster, Job, Node, utcnow
+from seedance.control.schemas import CostPoint, DashboardData, HeatmapRow
+from seedance.control.security import Principal
+from seedance.control.services import clusters
+from seedance.core.catalog import CATALOG
+from seedance.core.lifecycle import JobStatus
+
+_MAX_COST_JOBS = 50_000
+
+
+def dashboard_data(
+    *, session: Session, principal: Principal, cluster: str | None, window_h: float = 24.0, points: int = 96
+) -> DashboardData:
+    """The dashboard's data for one cluster (default: the first)."""
+    all_clusters = clusters.list_clusters(session=session)
+    chosen: Cluster | None = None
+    if cluster is not None:
+        chosen = clusters.get_cluster(session=session, name=cluster)
+    elif all_clusters:
+        chosen = all_clusters[0]
+    heat: list[HeatmapRow] = []
+    models: dict[str, str | None] = {}
+    scope = principal.tenant_scope()
+    by: dict[str, dict[str, int]] = {}
+    reasons: list[dict[str, object]] = []
+    cost: list[CostPoint] = []
+    now = utcnow()
+    if chosen is not None:
+        nodes = list(session.scalars(select(Node).where(Node.cluster_id == chosen.id).order_by(Node.id)))
+        alloc = clusters.allocations(session=session, cluster_id=chosen.id, nodes=nodes)
+        for n in nodes:
+            models[n.name] = n.gpu_model
+            heat.append(HeatmapRow(node=n.name, model=n.gpu_model, status=n.status,
+                                   tier=n.labels.get("gpu.sla.level"), gpu_milli=alloc[n.name].gpu_milli))
+        q = select(Job.tier, Job.status, func.count(Job.id)).where(Job.cluster_id == chosen.id)
+        if scope is not None:
+            q = q.where(Job.tenant_id == scope)
+        for tier, status, count in session.execute(q.group_by(Job.tier, Job.status)):
+            by.setdefault(tier, {})[status] = int(count)
+        rq = (select(Job.status_reason, Job.tier, func.count(Job.id), func.min(Job.name))
+              .where(Job.cluster_id == chosen.id,
+                     Job.status.in_((JobStatus.PENDING.value, JobStatus.UNSCHEDULABLE.value)))
+              .group_by(Job.status_reason, Job.tier).order_by(func.count(Job.id).desc()).limit(20))
+        if scope is not None:
+            rq = rq.where(Job.tenant_id == scope)
+        reasons = [{"reason": r, "tier": t, "jobs": int(c), "example": ex} for r, t, c, ex in session.execute(rq)]
+        cost = _cost_series(session, chosen.id, scope, models, now, window_h, points)
+    return DashboardData(
+        cluster=chosen.name if chosen else None, clusters=[c.name for c in all_clusters], heatmap=heat,
+        jobs_by_tier_status=by, pending_reasons=reasons, cost=cost, generated_at=now,
+    )
+
+
+def _cost_series(
+    session: Session, cluster_id: int, scope: int | None, models: dict[str, str | None], now: dt.datetime,
+    window_h: float, points: int,
+) -> list[CostPoint]:
+    start = now - dt.timedelta(hours=window_h)
+    q = (select(Job.bound_at, Job.finished_at, Job.node_name, Job.num_gpu, Job.gpu_milli)
+         .where(Job.cluster_id == cluster_id, Job.bound_at.is_not(None),
+                (Job.finished_at.is_(None)) | (Job.finished_at >= start))
+         .order_by(Job.id.desc()).limit(_MAX_COST_JOBS))
+    if scope is not None:
+        q = q.where(Job.tenant_id == scope)
+    rows = session.execute(q).all()
+    ts = np.linspace(start.timestamp(), now.timestamp(), points)
+    rate = np.zeros(points)
+    gpus = np.zeros(points)
+    for bound_at, finished_at, node, k, milli in rows:
+        if bound_at is None:
+            continue
+        model = models.get(node or "")
+        price = CATALOG.resolve(model).price_usd_per_hour if model else 0.0
+        g = k * milli / 1000.0
+        b = bound_at.timestamp()
+        e = finished_at.timestamp() if finished_at is not None else np.inf
+        on = (ts >= b) & (ts < e)
+        rate += on * g * price
+        gpus += on * g
+    return [
+        CostPoint(t=dt.datetime.fromtimestamp(float(t), dt.UTC), usd_per_hour=round(float(r), 4), gpus=float(g))
+        for t, r, g in zip(ts, rate, gpus, strict=True)
+    ]

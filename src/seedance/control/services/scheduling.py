@@ -1,0 +1,539 @@
+"""The live scheduling loop: the simulator's framework and registry over the stored cluster.
+
+NOTE(seedance): one cycle over one cluster, the invariant it keeps.
+  1. Read (no lock): the cluster's ``sched_version`` v and ``capacity_version`` cv, the policy in
+     force, and the pending jobs not yet tried at cv, sorted by the policy's queue order
+     (``QUEUE_ORDERS``; the item's priority is the tier priority plus the job's own).
+  2. State: a ``ClusterState`` built from the stored nodes (id order) with every bound and running
+     job applied. It is kept between cycles while (v, cv, policy) are the ones this loop last
+     committed, and rebuilt from the store otherwise (so a restart needs nothing but the store).
+  3. Decide: ``Scheduler(make_policy(name), DEFAULT_FILTERS + tier filters).decide(state, req, id)``
+     for each job, applying every bind to the state before the next decision.
+  4. Commit in one transaction: bump ``sched_version`` from v to v+1 (zero rows: another scheduler
+     or a node change got there first; drop the plan and re-plan), lock and re-read the jobs'
+     versions (a job cancelled meanwhile is skipped), then write statuses, placements,
+     ``cost_score`` at bind, the decisions with their explanations, and the events.
+  5. Dispatch the bound jobs not yet dispatched (also those left over by a crash) and poll the
+     running ones; finished jobs give their resources back (cv moves).
+  No two schedulers can bind the same free GPU (step 4's compare-and-swap on v), a job is never
+  bound and cancelled at once (versions), and a crash at any point leaves the store consistent.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from sqlalchemy import Table, bindparam, insert, select, update
+from sqlalchemy.orm import Session
+
+from seedance.control.costing import CostInput, CostScorer
+from seedance.control.db.models import Cluster, DecisionRecord, EventRecord, Job, Node, utcnow
+from seedance.control.db.session import Database
+from seedance.control.dispatch import BackendStatus, Dispatcher, DispatchRequest
+from seedance.control.observability import ControlMetrics
+from seedance.control.services import clusters as cluster_svc
+from seedance.control.services import policies as policy_svc
+from seedance.core.cluster import ClusterSpec, ClusterState, NodeSpec
+from seedance.core.decision import Decision, Outcome, Placement
+from seedance.core.errors import SeedanceError
+from seedance.core.lifecycle import JOB_TRANSITIONS, JobStatus, NodeStatus, transition
+from seedance.core.resources import ResourceRequest
+from seedance.scheduling.framework import DEFAULT_FILTERS, FilterPlugin, PolicyContext, Scheduler, make_policy
+from seedance.scheduling.queueing import QUEUE_ORDERS, QueueItem, QueueOrder
+from seedance.scheduling.tasktypes import TaskTypes
+from seedance.tiers import DEFAULT_TIER_CONFIG, TierConfig
+
+log = logging.getLogger("seedance.control.scheduler")
+
+FilterProvider = Callable[[str], Sequence[FilterPlugin]]
+"""Extra filter plug-ins for a tier name, run after the default filters (e.g. tier node affinity)."""
+
+_ACTIVE = (JobStatus.BOUND.value, JobStatus.RUNNING.value)
+_MAX_FETCH_FACTOR = 8  # pending rows read per cycle, as a multiple of the batch size
+_JOBS = cast(Table, Job.__table__)
+
+
+def static_filters(filters: Sequence[FilterPlugin]) -> FilterProvider:
+    """A provider giving the same extra filters to every tier."""
+    fixed = tuple(filters)
+    return lambda _tier: fixed
+
+
+@dataclass(slots=True)
+class CycleStats:
+    """What one cycle over one cluster did."""
+
+    cluster: str
+    considered: int = 0
+    bound: int = 0
+    pending: int = 0
+    rejected: int = 0
+    skipped: int = 0
+    conflicts: int = 0
+    dispatched: int = 0
+    finished: int = 0
+    decide_s: float = 0.0
+    total_s: float = 0.0
+
+
+@dataclass(slots=True)
+class _Cache:
+    """In-memory state of one cluster, valid for (sched_version, capacity_version, policy key)."""
+
+    sched_version: int
+    capacity_version: int
+    policy_key: tuple[str, int]
+    state: ClusterState
+    node_models: list[str | None]
+    schedulers: dict[str, Scheduler] = field(default_factory=dict)
+    queue: QueueOrder | None = None
+
+
+@dataclass(slots=True)
+class _Job:
+    """The columns of a pending job the loop needs."""
+
+    id: int
+    tenant_id: int
+    tier: str
+    priority: int
+    req: ResourceRequest
+    version: int
+    reason: str
+    created: float
+    duration_hours: float | None
+    flexibility_hours: float
+    gpu_types: tuple[str, ...]
+
+
+class SchedulingLoop:
+    """Runs scheduling cycles over every stored cluster, in a thread or one call at a time.
+
+    Args:
+        db: The store.
+        scorer: Computes ``cost_score`` at bind (with the bound GPU model).
+        dispatcher: Backend receiving bound jobs (``None``: jobs stay bound).
+        filters: Extra filter plug-ins: a list for every tier, or a provider ``tier -> list``.
+        metrics: Where to observe latencies and outcomes.
+        default_placement: Placement policy when no scheduling policy is enabled.
+        default_queue: Queue order when no scheduling policy is enabled.
+        batch: Most jobs decided per cycle and cluster.
+        explain: Record filter counts and runner-up nodes in every decision.
+        interval_s: Seconds between cycles when nothing wakes the loop.
+        poll_interval_s: Seconds between polls of the dispatcher.
+        tier_config: Tier priorities.
+    """
+
+    def __init__(
+        self, db: Database, *, scorer: CostScorer, dispatcher: Dispatcher | None = None,
+        filters: Sequence[FilterPlugin] | FilterProvider = (), metrics: ControlMetrics | None = None,
+        default_placement: str = "best-fit", default_queue: str = "priority", batch: int = 1024,
+        explain: bool = True, interval_s: float = 0.5, poll_interval_s: float = 1.0,
+        tier_config: TierConfig = DEFAULT_TIER_CONFIG,
+    ) -> None:
+        self.db = db
+        self.scorer = scorer
+        self.dispatcher = dispatcher
+        self.filters: FilterProvider = filters if callable(filters) else static_filters(filters)
+        self.metrics = metrics
+        self.default_placement = default_placement
+        self.default_queue = default_queue
+        self.batch = batch
+        self.explain = explain
+        self.interval_s = interval_s
+        self.poll_interval_s = poll_interval_s
+        self.tier_priority = {name: spec.priority for name, spec in tier_config.tiers.items()}
+        self._caches: dict[int, _Cache] = {}
+        self._last_poll = 0.0
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()  # one cycle at a time in this process
+
+    # ---------------------------------------------------------------------------- thread control
+    def start(self) -> None:
+        """Run cycles in a daemon thread until :meth:`stop`."""
+        if self._thread is not None:
+            return
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name="seedance-scheduler", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop the thread (finishing the cycle in progress)."""
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None
+
+    def wake(self) -> None:
+        """Start the next cycle now (called after a submission or a cancellation)."""
+        self._wake.set()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            busy = False
+            try:
+                stats = self.run_once()
+                busy = any(s.conflicts or s.considered >= self.batch for s in stats)
+            except Exception:  # keep the loop alive; the next cycle rebuilds from the store
+                log.exception("scheduling cycle failed")
+                self._caches.clear()
+            if not busy:
+                self._wake.wait(self.interval_s)
+            self._wake.clear()
+
+    # ---------------------------------------------------------------------------------- cycles
+    def run_once(self) -> list[CycleStats]:
+        """One cycle over every cluster (plus dispatch and polling)."""
+        with self._lock:
+            with self.db.read() as s:
+                ids = list(s.scalars(select(Cluster.id).order_by(Cluster.id)))
+            out = [self.schedule_cluster(cid) for cid in ids]
+            now = time.monotonic()
+            if self.dispatcher is not None and now - self._last_poll >= self.poll_interval_s:
+                self._last_poll = now
+                finished = self._poll()
+                if out and finished:
+                    out[0].finished += finished
+            return out
+
+    def schedule_cluster(self, cluster_id: int) -> CycleStats:
+        """One cycle over one cluster: read, decide, commit, dispatch."""
+        t_start = time.perf_counter()
+        with self.db.read() as s:
+            row = s.execute(
+                select(Cluster.name, Cluster.sched_version, Cluster.capacity_version).where(Cluster.id == cluster_id)
+            ).first()
+            if row is None:
+                return CycleStats(cluster=str(cluster_id))
+            name, v, cv = row
+            stats = CycleStats(cluster=name)
+            policy = policy_svc.active_policy(
+                session=s, cluster_id=cluster_id, default_placement=self.default_placement,
+                default_queue=self.default_queue,
+            )
+            pending = self._pending(s, cluster_id, cv)
+            cache = self._caches.get(cluster_id)
+            if pending and (
+                cache is None or (cache.sched_version, cache.capacity_version, cache.policy_key)
+                != (v, cv, (policy.name, policy.version))
+            ):
+                cache = self._build(s, cluster_id, v, cv, policy)
+                self._caches[cluster_id] = cache
+        if pending:
+            assert cache is not None
+            self._decide_and_commit(cluster_id, cache, policy, pending, stats)
+        stats.dispatched = self._dispatch(cluster_id, name)
+        stats.total_s = time.perf_counter() - t_start
+        if self.metrics is not None and stats.considered:
+            self.metrics.cycle_seconds.observe(stats.total_s)
+        return stats
+
+    def _pending(self, s: Session, cluster_id: int, cv: int) -> list[_Job]:
+        rows = s.execute(
+            select(Job.id, Job.tenant_id, Job.tier, Job.priority, Job.cpu_milli, Job.memory_mib, Job.num_gpu,
+                   Job.gpu_milli, Job.gpu_types, Job.version, Job.status_reason, Job.created_at,
+                   Job.duration_hours, Job.flexibility_hours)
+            .where(Job.cluster_id == cluster_id, Job.status == JobStatus.PENDING.value,
+                   Job.attempt_capacity_version < cv)
+            .order_by(Job.id).limit(self.batch * _MAX_FETCH_FACTOR)
+        ).all()
+        out = []
+        for r in rows:
+            types = tuple(r[8])
+            out.append(_Job(
+                id=r[0], tenant_id=r[1], tier=r[2], priority=r[3],
+                req=ResourceRequest(cpu_milli=r[4], memory_mib=r[5], num_gpu=r[6], gpu_milli=r[7], gpu_types=types),
+                version=r[9], reason=r[10], created=r[11].timestamp(), duration_hours=r[12],
+                flexibility_hours=r[13], gpu_types=types,
+            ))
+        return out
+
+    def _build(self, s: Session, cluster_id: int, v: int, cv: int, policy: policy_svc.ActivePolicy) -> _Cache:
+        nodes = list(s.scalars(select(Node).where(Node.cluster_id == cluster_id).order_by(Node.id)))
+        spec = ClusterSpec(tuple(
+            NodeSpec(name=n.name, cpu_milli=n.cpu_milli, memory_mib=n.memory_mib, gpu_count=n.gpu_count,
+                     gpu_model=n.gpu_model, labels={str(k): str(x) for k, x in n.labels.items()})
+            for n in nodes
+        ))
+        state = ClusterState(spec)
+        for i, n in enumerate(nodes):
+            if n.status != NodeStatus.READY.value:
+                state.set_schedulable(i, False)
+        active = s.execute(
+            select(Job.id, Job.node_name, Job.gpu_indices, Job.gpu_milli, Job.cpu_milli, Job.memory_mib)
+            .where(Job.cluster_id == cluster_id, Job.status.in_(_ACTIVE))
+        ).all()
+        for jid, node_name, gpus, milli, cpu, mem in active:
+            try:
+                node = state.node_index(node_name or "")
+                state.apply(Placement(node, tuple(gpus), milli if gpus else 0, cpu, mem))
+            except (KeyError, SeedanceError) as exc:  # never expected: the store is inconsistent
+                log.error("job %s: stored placement on %s cannot be applied: %s", jid, node_name, exc)
+        cache = _Cache(v, cv, (policy.name, policy.version), state, [n.gpu_model for n in nodes])
+        import seedance.scheduling.policies  # noqa: F401  (registers the built-in policies)
+
+        ctx = PolicyContext(seed=0)
+        if policy.placement == "fgd":
+            ctx = PolicyContext(seed=0, task_types=_live_task_types(s, cluster_id))
+        placement = make_policy(policy.placement, ctx)
+        for tier in self.tier_priority:
+            cache.schedulers[tier] = Scheduler(
+                placement, (*DEFAULT_FILTERS, *self.filters(tier)), explain=self.explain
+            )
+        cache.queue = QUEUE_ORDERS.get(policy.queue_order)()
+        return cache
+
+    def _decide_and_commit(
+        self, cluster_id: int, cache: _Cache, policy: policy_svc.ActivePolicy, pending: list[_Job],
+        stats: CycleStats,
+    ) -> None:
+        queue = cache.queue
+        assert queue is not None
+        items = {
+            j.id: QueueItem(j.id, j.created, j.id, self.tier_priority.get(j.tier, 0) + j.priority,
+                            j.req.total_gpu_milli)
+            for j in pending
+        }
+        order = sorted(pending, key=lambda j: queue.key(items[j.id]))[: self.batch]
+        state = cache.state
+        plan: list[tuple[_Job, Decision, int]] = []
+        t0 = time.perf_counter()
+        for job in order:
+            sched = cache.schedulers.get(job.tier) or next(iter(cache.schedulers.values()))
+            t = time.perf_counter()
+            d = sched.decide(state, job.req, job.id)
+            if d.outcome is Outcome.BIND:
+                assert d.placement is not None
+                state.apply(d.placement)
+            plan.append((job, d, int((time.perf_counter() - t) * 1e6)))
+        stats.decide_s = time.perf_counter() - t0
+        stats.considered = len(plan)
+        committed = self._commit(cluster_id, cache, policy, plan, stats)
+        if not committed:
+            self._caches.pop(cluster_id, None)
+            return
+        if self.metrics is not None:
+            now = time.time()
+            for job, d, us in plan:
+                self.metrics.decision_seconds.labels(policy.placement).observe(us / 1e6)
+                self.metrics.decisions.labels(d.outcome.value, policy.placement).inc()
+                if d.outcome is Outcome.BIND:
+                    self.metrics.scheduling_latency.labels(job.tier).observe(max(0.0, now - job.created))
+
+    def _commit(
+        self, cluster_id: int, cache: _Cache, policy: policy_svc.ActivePolicy,
+        plan: list[tuple[_Job, Decision, int]], stats: CycleStats,
+    ) -> bool:
+        v = cache.sched_version
+        state = cache.state
+        now = utcnow()
+        with self.db.write() as s:
+            won = s.execute(
+                update(Cluster).where(Cluster.id == cluster_id, Cluster.sched_version == v)
+                .values(sched_version=v + 1)
+            ).rowcount  # type: ignore[attr-defined]
+            if won != 1:
+                stats.conflicts += 1
+                return False
+            ids = [j.id for j, _, _ in plan]
+            q = select(Job.id, Job.version, Job.status).where(Job.id.in_(ids))
+            if not self.db.is_sqlite:
+                q = q.with_for_update()
+            current = {r[0]: (r[1], r[2]) for r in s.execute(q)}
+            binds: list[dict[str, Any]] = []
+            waits: list[dict[str, Any]] = []
+            decisions: list[dict[str, Any]] = []
+            evts: list[dict[str, Any]] = []
+            dirty = False
+            for job, d, us in plan:
+                if current.get(job.id) != (job.version, JobStatus.PENDING.value):
+                    stats.skipped += 1
+                    dirty = dirty or d.outcome is Outcome.BIND
+                    continue
+                explanation = _jsonable(d.explanation)
+                node_name = gpus = None
+                cost = None
+                if d.outcome is Outcome.BIND:
+                    assert d.placement is not None
+                    transition(JobStatus.PENDING, JobStatus.BOUND, JOB_TRANSITIONS)
+                    node_name = state.spec.nodes[d.placement.node].name
+                    gpus = list(d.placement.gpus)
+                    model = cache.node_models[d.placement.node]
+                    est = self.scorer.at_bind(CostInput(
+                        num_gpu=job.req.num_gpu, gpu_milli=job.req.gpu_milli, gpu_types=job.gpu_types,
+                        cluster_models=(), duration_hours=job.duration_hours, tier=job.tier,
+                        flexibility_hours=job.flexibility_hours,
+                    ), model)
+                    cost = est.score
+                    binds.append({
+                        "b_id": job.id, "b_status": JobStatus.BOUND.value, "b_reason": d.reason, "b_node": node_name,
+                        "b_gpus": gpus, "b_cost": est.score, "b_basis": est.basis[:200], "b_at": now,
+                    })
+                    evts.append({"tenant_id": job.tenant_id, "job_id": job.id, "cluster_id": cluster_id,
+                                 "kind": "job.bound", "message": f"{node_name} GPUs {gpus}",
+                                 "data": {"policy": policy.placement}, "created_at": now})
+                    stats.bound += 1
+                elif d.outcome is Outcome.REJECT:
+                    transition(JobStatus.PENDING, JobStatus.UNSCHEDULABLE, JOB_TRANSITIONS)
+                    waits.append({"w_id": job.id, "w_status": JobStatus.UNSCHEDULABLE.value, "w_reason": d.reason,
+                                  "w_cv": cache.capacity_version})
+                    evts.append({"tenant_id": job.tenant_id, "job_id": job.id, "cluster_id": cluster_id,
+                                 "kind": "job.unschedulable", "message": d.reason, "data": {}, "created_at": now})
+                    stats.rejected += 1
+                else:
+                    waits.append({"w_id": job.id, "w_status": JobStatus.PENDING.value, "w_reason": d.reason,
+                                  "w_cv": cache.capacity_version})
+                    stats.pending += 1
+                    if d.reason == job.reason:
+                        continue  # same answer as last time: the log already says so
+                decisions.append({
+                    "job_id": job.id, "tenant_id": job.tenant_id, "cluster_id": cluster_id,
+                    "outcome": d.outcome.value, "node_name": node_name, "gpu_indices": gpus or [],
+                    "score": d.score, "policy": policy.placement, "reason": d.reason, "explanation": explanation,
+                    "cost_score": cost, "latency_us": us, "created_at": now,
+                })
+            jt = _JOBS
+            conn = s.connection()
+            if binds:
+                conn.execute(
+                    update(jt).where(jt.c.id == bindparam("b_id")).values(
+                        status=bindparam("b_status"), status_reason=bindparam("b_reason"),
+                        node_name=bindparam("b_node"), gpu_indices=bindparam("b_gpus"),
+                        cost_score=bindparam("b_cost"), cost_basis=bindparam("b_basis"),
+                        bound_at=bindparam("b_at"), updated_at=bindparam("b_at"), version=jt.c.version + 1,
+                    ),
+                    binds,
+                )
+            if waits:
+                conn.execute(
+                    update(jt).where(jt.c.id == bindparam("w_id")).values(
+                        status=bindparam("w_status"), status_reason=bindparam("w_reason"),
+                        attempt_capacity_version=bindparam("w_cv"), version=jt.c.version + 1,
+                    ),
+                    waits,
+                )
+            if decisions:
+                s.execute(insert(DecisionRecord), decisions)
+            if evts:
+                s.execute(insert(EventRecord), evts)
+        if dirty:
+            self._caches.pop(cluster_id, None)
+        else:
+            cache.sched_version = v + 1
+        return True
+
+    # -------------------------------------------------------------------------- dispatch and poll
+    def _dispatch(self, cluster_id: int, cluster_name: str) -> int:
+        if self.dispatcher is None:
+            return 0
+        with self.db.read() as s:
+            jobs = list(s.scalars(
+                select(Job).where(Job.cluster_id == cluster_id, Job.status == JobStatus.BOUND.value,
+                                  Job.dispatch_handle.is_(None)).order_by(Job.id).limit(self.batch)
+            ))
+            if not jobs:
+                return 0
+            models = dict(s.execute(
+                select(Node.name, Node.gpu_model).where(Node.cluster_id == cluster_id)
+            ).all())
+        started: list[dict[str, Any]] = []
+        for job in jobs:
+            transition(JobStatus.BOUND, JobStatus.RUNNING, JOB_TRANSITIONS)
+            handle = self.dispatcher.dispatch(DispatchRequest(
+                job_id=job.id, tenant_id=job.tenant_id, name=job.name, kind=job.kind, tier=job.tier,
+                cluster=cluster_name, node=job.node_name or "", gpu_model=models.get(job.node_name or ""),
+                gpu_indices=tuple(job.gpu_indices), gpu_milli=job.gpu_milli, cpu_milli=job.cpu_milli,
+                memory_mib=job.memory_mib, duration_hours=job.duration_hours,
+                labels={str(k): str(x) for k, x in job.labels.items()},
+            ))
+            started.append({"r_id": job.id, "r_version": job.version, "r_handle": handle[:200],
+                            "tenant_id": job.tenant_id})
+        now = utcnow()
+        jt = _JOBS
+        with self.db.write() as s:
+            conn = s.connection()
+            conn.execute(
+                update(jt).where(jt.c.id == bindparam("r_id"), jt.c.version == bindparam("r_version"),
+                                 jt.c.status == JobStatus.BOUND.value).values(
+                    status=JobStatus.RUNNING.value, dispatch_handle=bindparam("r_handle"), started_at=now,
+                    updated_at=now, version=jt.c.version + 1,
+                ),
+                [{k: x for k, x in r.items() if k != "tenant_id"} for r in started],
+            )
+            s.execute(insert(EventRecord), [
+                {"tenant_id": r["tenant_id"], "job_id": r["r_id"], "cluster_id": cluster_id, "kind": "job.started",
+                 "message": f"dispatched: {r['r_handle']}", "data": {}, "created_at": now}
+                for r in started
+            ])
+        return len(started)
+
+    def _poll(self) -> int:
+        assert self.dispatcher is not None
+        with self.db.read() as s:
+            running = s.execute(
+                select(Job.id, Job.version, Job.dispatch_handle, Job.tenant_id, Job.cluster_id)
+                .where(Job.status == JobStatus.RUNNING.value, Job.dispatch_handle.is_not(None))
+            ).all()
+        if not running:
+            return 0
+        status = self.dispatcher.poll([str(r[2]) for r in running])
+        finished = (BackendStatus.SUCCEEDED, BackendStatus.FAILED)
+        done = [(r, status[str(r[2])]) for r in running if status.get(str(r[2]), BackendStatus.UNKNOWN) in finished]
+        if not done:
+            return 0
+        now = utcnow()
+        n = 0
+        with self.db.write() as s:
+            for (jid, version, handle, tenant_id, cluster_id), st in done:
+                new = JobStatus.SUCCEEDED if st is BackendStatus.SUCCEEDED else JobStatus.FAILED
+                transition(JobStatus.RUNNING, new, JOB_TRANSITIONS)
+                rows = s.execute(
+                    update(Job).where(Job.id == jid, Job.version == version, Job.status == JobStatus.RUNNING.value)
+                    .values(status=new.value, status_reason=f"backend reported {st.value}", finished_at=now,
+                            updated_at=now, version=Job.version + 1)
+                ).rowcount  # type: ignore[attr-defined]
+                if rows == 1:
+                    n += 1
+                    cluster_svc.bump(session=s, cluster_id=cluster_id, sched=False, capacity=True)
+                    s.execute(insert(EventRecord).values(
+                        tenant_id=tenant_id, job_id=jid, cluster_id=cluster_id, kind=f"job.{new.value}",
+                        message=f"{handle}", data={}, created_at=now,
+                    ))
+        return n
+
+
+def _live_task_types(s: Session, cluster_id: int) -> TaskTypes:
+    """FGD's target workload in the live loop: the task types of the cluster's live jobs."""
+    counts: dict[tuple[int, int, int, str], int] = {}
+    spec_types: dict[str, tuple[str, ...]] = {}
+    rows = s.execute(
+        select(Job.cpu_milli, Job.gpu_milli, Job.num_gpu, Job.gpu_types)
+        .where(Job.cluster_id == cluster_id,
+               Job.status.in_((JobStatus.PENDING.value, JobStatus.BOUND.value, JobStatus.RUNNING.value)))
+    )
+    for cpu, milli, k, types in rows:
+        spec = ",".join(types)
+        spec_types[spec] = tuple(types)
+        key = (int(cpu), int(milli), int(k), spec)
+        counts[key] = counts.get(key, 0) + 1
+    if not counts:
+        counts[(0, 1000, 1, "")] = 1
+    return TaskTypes.from_counts(counts.items(), spec_types)
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict) or hasattr(value, "items"):
+        return {str(k): _jsonable(x) for k, x in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(x) for x in value]
+    if isinstance(value, str | int | float | bool) or value is None:
+        return value
+    return str(value)

@@ -1,0 +1,74 @@
+"""Service settings (pydantic-settings): environment variables ``SEEDANCE_*`` or keyword arguments.
+
+``seedancectl serve`` turns its options into these settings. The one secret, the bootstrap admin
+token, is refused when it is a well-known placeholder (the FastAPI template's guard) or too short.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from seedance.control.paths import default_database_url
+
+_PLACEHOLDERS = frozenset({"changethis", "changeme", "secret", "password", "admin", "token"})
+
+
+class ControlSettings(BaseSettings):
+    """Everything the control-plane service reads at start-up."""
+
+    model_config = SettingsConfigDict(env_prefix="SEEDANCE_", extra="ignore", frozen=True)
+
+    database_url: str = Field(
+        default_factory=default_database_url,
+        description="SQLAlchemy URL: sqlite:///path.db (default: seedance.db in $SEEDANCE_HOME) or "
+        "postgresql+psycopg://user@host:port/db.",
+    )
+    host: str = Field(default="127.0.0.1", description="Address to listen on.")
+    port: int = Field(default=8080, ge=0, le=65535, description="TCP port (0 picks a free one).")
+    workers: int = Field(default=1, ge=1, le=64, description="uvicorn worker processes.")
+    max_body_bytes: int = Field(
+        default=64 * 1024, ge=1024, le=16 * 2**20, description="Largest request body accepted (413 above)."
+    )
+    scheduler_enabled: bool = Field(default=True, description="Run the live scheduling loop in this process.")
+    scheduler_interval_s: float = Field(
+        default=0.5, gt=0, le=60, description="Seconds between loop cycles when nothing wakes it earlier."
+    )
+    scheduler_batch: int = Field(default=1024, ge=1, le=100_000, description="Most pending jobs decided per cycle.")
+    default_placement: str = Field(
+        default="best-fit", description="Placement policy (registry name) of clusters with no enabled policy."
+    )
+    default_queue_order: str = Field(default="priority", description="Queue order (registry name) by default.")
+    dispatcher: str = Field(default="noop", description="Backend that runs placed jobs (DISPATCHERS registry name).")
+    explain: bool = Field(default=True, description="Add filter counts and runner-up nodes to every decision.")
+    bootstrap_token: SecretStr | None = Field(
+        default=None, description="Admin token created at start-up if absent (its hash is stored, never the value)."
+    )
+    auth_cache_ttl_s: float = Field(
+        default=2.0, ge=0, le=300,
+        description="Seconds a verified token stays cached in this process; a revocation made through another "
+        "process takes effect within this time (at once in the process that revoked it).",
+    )
+    metrics_public: bool = Field(default=True, description="Serve /metrics without a token (Prometheus scrapes).")
+    db_pool_size: int = Field(default=16, ge=1, le=256, description="Connections kept open per process.")
+    environment: Literal["local", "production"] = Field(default="local", description="Deployment kind.")
+
+    @field_validator("bootstrap_token")
+    @classmethod
+    def _check_secret(cls, v: SecretStr | None) -> SecretStr | None:
+        if v is None:
+            return v
+        raw = v.get_secret_value()
+        if raw.lower() in _PLACEHOLDERS:
+            raise ValueError("bootstrap_token is a placeholder value; generate a random one")
+        if len(raw) < 16:
+            raise ValueError("bootstrap_token must be at least 16 characters")
+        return v
+
+    @model_validator(mode="after")
+    def _check_url(self) -> ControlSettings:
+        if not self.database_url.startswith(("sqlite", "postgresql")):
+            raise ValueError("database_url must be a sqlite:/// or postgresql+psycopg:// URL")
+        return self

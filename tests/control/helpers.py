@@ -1,0 +1,50 @@
+"""Helpers shared by the control-plane tests (builders with defaults)."""
+
+from __future__ import annotations
+
+import socket
+from typing import Any
+
+from seedance.control.schemas import ClusterCreate, NodeCreate
+from seedance.control.service import ControlService
+from seedance.control.settings import ControlSettings
+
+ADMIN_TOKEN = "sdt_test_admin_" + "a" * 24
+
+
+def settings_for(url: str, **kw: Any) -> ControlSettings:
+    """Test settings: loop off (tests drive it), admin bootstrap token, tiny pool."""
+    base: dict[str, Any] = {
+        "database_url": url, "bootstrap_token": ADMIN_TOKEN, "scheduler_enabled": False, "db_pool_size": 4,
+    }
+    base.update(kw)
+    return ControlSettings(**base)
+
+
+def add_nodes(
+    svc: ControlService, *, cluster: str = "default", count: int = 2, gpus: int = 8, model: str = "A100-80GB",
+    labels: dict[str, str] | None = None, prefix: str = "node", cpu_milli: int = 64_000, memory_mib: int = 512_000,
+) -> None:
+    """Create ``cluster`` if missing and add ``count`` identical nodes."""
+    from seedance.control.errors import NotFound
+    from seedance.control.services import clusters
+
+    me = svc.authenticate(ADMIN_TOKEN)
+    with svc.db.write() as s:
+        try:
+            clusters.get_cluster(session=s, name=cluster)
+        except NotFound:
+            clusters.create_cluster(session=s, principal=me, data=ClusterCreate(name=cluster))
+        for i in range(count):
+            clusters.add_node(session=s, principal=me, cluster_name=cluster, data=NodeCreate(
+                name=f"{prefix}-{i}", cpu_milli=cpu_milli, memory_mib=memory_mib, gpu_count=gpus,
+                gpu_model=model if gpus else None, labels=labels or {}))
+
+
+def free_port() -> int:
+    """A TCP port free right now on 127.0.0.1."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
