@@ -21,6 +21,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "seedance.cli.simulate",
     "seedance.cli.policies",
     "seedance.cli.inference",
+    "seedance.cli.k8s",
     "seedance.cli.serve",
     "seedance.cli.config",
     "seedance.cli.jobs",
@@ -53,7 +54,8 @@ def main(argv: list[str] | None = None) -> int:
     """Run the CLI; returns the exit code."""
     app = build_app()
     try:
-        app(args=argv, standalone_mode=False)
+        # without standalone mode, click *returns* the code of a ``typer.Exit`` instead of raising it
+        rc = app(args=argv, standalone_mode=False)
     except (InputError, UnknownNameError) as exc:
         typer.echo(f"error: {exc}", err=True)
         return EXIT_BAD_INPUT
@@ -72,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
             exc.show()
             return EXIT_BAD_INPUT
         raise
-    return 0
+    return rc if isinstance(rc, int) and not isinstance(rc, bool) else 0
 
 
 if __name__ == "__main__":
