@@ -22,6 +22,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "seedance.cli.policies",
     "seedance.cli.inference",
     "seedance.cli.k8s",
+    "seedance.cli.mig",
     "seedance.cli.serve",
     "seedance.cli.config",
     "seedance.cli.jobs",

@@ -96,6 +96,14 @@ def register(app: typer.Typer) -> None:
             str,
             typer.Option(help="Replay: 'fixed' (leave at deletion time) or 'shifted' (run full duration)."),
         ] = "fixed",
+        slices: Annotated[
+            str,
+            typer.Option(help="Sub-GPU slices: 'free' (fractional sharing) or 'mig' (MIG pools; compared with free)."),
+        ] = "free",
+        mig_map: Annotated[
+            list[str] | None,
+            typer.Option(help="With --slices mig: NODE_MODEL=MIG_GPU, repeatable (default G2=A100-80GB, assumed)."),
+        ] = None,
     ) -> None:
         """Simulate placement policies on a trace and compare them."""
         from seedance.scheduling.framework import make_policy
@@ -111,6 +119,17 @@ def register(app: typer.Typer) -> None:
             raise InputError("must be >= 1", source="--workers")
         nodes_path = nodes or data_file(DEFAULT_NODES)
         pod_paths = expand_pods(pods or [data_file(DEFAULT_PODS)])
+        if slices != "free":  # sub-GPU slicing: seedance.cli.mig runs free and MIG pools on the same seeds
+            if mode is Mode.replay or report:
+                raise InputError("MIG pools run in inflation mode, without --report", source="--slices")
+            from seedance.cli.mig import simulate_sliced
+
+            simulate_sliced(
+                nodes_path=nodes_path, pod_paths=pod_paths, policies=policies, seeds=seed_list,
+                arrived_max=arrived_max, workers=workers, slices=slices, mig_map=mig_map,
+                output=output.value, out=out,
+            )
+            return
         if mode is Mode.replay:
             payload = _run_replay(
                 nodes_path, pod_paths, policies, seed_list, capacity_scale, queue_order, end
