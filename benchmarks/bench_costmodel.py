@@ -1,0 +1,89 @@
+"""The year-long cost-policy evaluation (the issue's acceptance figures) and its speed.
+
+Runs :func:`seedance.costmodel.evaluation.run_evaluation` on every region given (default
+US-CAL-CISO and DE-LU, all of 2023) with run-immediately, peak-aware and hindsight-optimal, and
+prints: absolute energy cost and CO2, % vs run-immediately, the share of the hindsight optimum's
+savings that peak-aware captures, deadline misses, and the forecast error of the span. Baseline
+measured in the same run: ``immediate`` (its cost, CO2 and wall time); every other policy is
+reported as a ratio to it. ``--variant published-day-ahead`` plans with the day-ahead market
+prices as they are published (known up to the end of the next local day from ~13:00), carbon
+still forecast from the past.
+
+    .venv/bin/python benchmarks/bench_costmodel.py                         # both regions, all 2023
+    .venv/bin/python benchmarks/bench_costmodel.py --variant published-day-ahead
+    .venv/bin/python benchmarks/bench_costmodel.py --region DE-LU --start-date 2023-07-01  # held-out half
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+from seedance.costmodel.evaluation import run_evaluation
+from seedance.costmodel.policy import CostPolicy
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--region", action="append", help="Region (repeatable; default US-CAL-CISO and DE-LU).")
+    ap.add_argument("--start-date", default="2023-01-01")
+    ap.add_argument("--days", type=float, default=None)
+    ap.add_argument("--flexible-share", type=float, default=0.3)
+    ap.add_argument("--slack-hours", type=float, default=None)
+    ap.add_argument("--capacity-gpus", type=float, default=None)
+    ap.add_argument("--config-file", type=Path, default=None, help="Cost policy YAML (default: built-in).")
+    ap.add_argument("--variant", choices=("forecast", "published-day-ahead"), default="forecast",
+                    help="forecast: past data only (default); published-day-ahead: DAM prices as published.")
+    ap.add_argument("--json", type=Path, default=None, help="Also write the full payload here.")
+    args = ap.parse_args()
+    regions = args.region or ["US-CAL-CISO", "DE-LU"]
+    policy_file = args.config_file
+    if args.variant == "published-day-ahead":
+        doc = (CostPolicy() if args.config_file is None else CostPolicy.model_validate(
+            yaml.safe_load(args.config_file.read_text()))).model_dump(mode="json")
+        doc["spec"]["forecast"]["price_forecaster"] = "published-day-ahead"
+        tmp = Path(tempfile.mkdtemp()) / "policy.yaml"
+        tmp.write_text(yaml.safe_dump(doc))
+        policy_file = tmp
+    t0 = time.perf_counter()
+    payload = run_evaluation(regions=regions, policy_file=policy_file, start_date=args.start_date, days=args.days,
+                             flexible_share=args.flexible_share, slack_hours=args.slack_hours,
+                             capacity_gpus=args.capacity_gpus,
+                             progress=lambda m: print(f"  {m}", file=sys.stderr, flush=True))
+    wall = time.perf_counter() - t0
+    print(f"variant: {args.variant}; span from {args.start_date}; flexible share {args.flexible_share}; "
+          f"total wall {wall:.1f} s")
+    for reg in payload["regions"]:
+        w = reg["workload"]
+        print(f"\n== {reg['region']} {reg['start']} .. {reg['end']} ({reg['currency']}); {w['jobs']:,} jobs, "
+              f"{w['flexible_jobs']:,} flexible, trace period {w['period_days']:g} d x {w['copies']}")
+        rows = [r for r in payload["results"] if r["region"] == reg["region"]]
+        base = next(r for r in rows if r["policy"] == "immediate")
+        print(f"{'policy':<18} {'energy cost':>14} {'vs imm.':>8} {'CO2 kg':>12} {'vs imm.':>8} {'flex $':>8} "
+              f"{'flex CO2':>8} {'misses':>6} {'capt. $':>8} {'capt. CO2':>9} {'wall/imm':>9}")
+        for r in rows:
+            capt_c = r.get("cost_saving_captured")
+            capt_e = r.get("co2_saving_captured")
+            print(f"{r['policy']:<18} {r['energy_cost']:>14,.2f} {r['energy_cost'] / base['energy_cost']:>8.5f} "
+                  f"{r['co2_kg']:>12,.1f} {r['co2_kg'] / base['co2_kg']:>8.5f} "
+                  f"{r['flexible_cost_vs_immediate_pct']:>+7.2f}% {r['flexible_co2_vs_immediate_pct']:>+7.2f}% "
+                  f"{r['deadline_misses']:>6} {'-' if capt_c is None else f'{capt_c:.1%}':>8} "
+                  f"{'-' if capt_e is None else f'{capt_e:.1%}':>9} "
+                  f"{r['wall_s'] / max(base['wall_s'], 1e-3):>9.0f}")
+        for s in reg["forecast_scores"]:
+            print(f"  forecast {s['kind']:<6} ({s['forecaster']}): MAE {s['mae']:.2f} {s['unit']} vs seasonal-naive "
+                  f"{s['mae_naive']:.2f}; 10-90% band coverage {s['coverage']:.1%} "
+                  f"(nominal {s['nominal_coverage']:.0%})")
+    if args.json:
+        args.json.write_text(json.dumps(payload, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
