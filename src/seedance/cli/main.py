@@ -20,6 +20,8 @@ from seedance.core.errors import InputError, UnknownNameError
 COMMAND_MODULES: tuple[str, ...] = (
     "seedance.cli.simulate",
     "seedance.cli.policies",
+    "seedance.cli.costmodel",
+    "seedance.cli.scheduler_policy",
     "seedance.cli.inference",
     "seedance.cli.k8s",
     "seedance.cli.mig",
