@@ -50,6 +50,22 @@ class TierSpec(BaseModel):
     penalty_usd: float = Field(
         default=0.0, ge=0, description="Cost added when a pod of this tier is preempted."
     )
+    reclaim_min_runtime_s: float = Field(
+        default=0.0,
+        ge=0,
+        description=(
+            "No reclaim of capacity this tier borrowed before the pod ran this long there (KAI's "
+            "reclaimMinRuntime); 0 means borrowed capacity is taken back at once."
+        ),
+    )
+    checkpoint_interval_s: float = Field(
+        default=0.0,
+        ge=0,
+        description=(
+            "Checkpoint period of this tier's pods: a preempted pod loses the work since its last "
+            "checkpoint (start + k x interval); 0 means it never checkpoints and loses its whole run."
+        ),
+    )
 
 
 class TierConfig(BaseModel):
@@ -109,6 +125,7 @@ DEFAULT_TIER_CONFIG = TierConfig(
             borrow_labels={_LEVEL: ("gold",)},
             may_preempt=("bronze",),
             min_runtime_s=600.0,
+            checkpoint_interval_s=600.0,
             priority=500,
             priority_class="seedance-silver",
             penalty_usd=1.0,
@@ -125,6 +142,7 @@ DEFAULT_TIER_CONFIG = TierConfig(
             node_labels={_LEVEL: ("bronze",)},
             borrow_labels={_LEVEL: ("gold", "silver")},
             min_runtime_s=300.0,
+            checkpoint_interval_s=1800.0,
             deferrable=True,
             priority=100,
             priority_class="seedance-bronze",
