@@ -104,6 +104,10 @@ def register(app: typer.Typer) -> None:
             list[str] | None,
             typer.Option(help="With --slices mig: NODE_MODEL=MIG_GPU, repeatable (default G2=A100-80GB, assumed)."),
         ] = None,
+        ab: Annotated[
+            str | None,
+            typer.Option(help="Replay: A/B of SLA tiers, e.g. 'shared,tiered' (docs/tiers.md)."),
+        ] = None,
     ) -> None:
         """Simulate placement policies on a trace and compare them."""
         from seedance.scheduling.framework import make_policy
@@ -129,6 +133,14 @@ def register(app: typer.Typer) -> None:
                 arrived_max=arrived_max, workers=workers, slices=slices, mig_map=mig_map,
                 output=output.value, out=out,
             )
+            return
+        if ab is not None:  # SLA-tier A/B replay, owned by seedance.sim.ab
+            from seedance.sim.ab import ab_from_cli, render_ab
+
+            payload = ab_from_cli(
+                ab, mode.value, nodes_path, pod_paths, policy, seed_list, capacity_scale, queue_order, end
+            )
+            _emit(payload, output, out, lambda p, o: render_ab(p, o.value))
             return
         if mode is Mode.replay:
             payload = _run_replay(
