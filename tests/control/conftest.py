@@ -90,35 +90,45 @@ class LiveServer:
         return httpx.Client(base_url=self.url, headers=headers, timeout=30)
 
 
-@pytest.fixture
-def live_server_factory() -> Iterator[Callable[..., LiveServer]]:
-    """Start uvicorn servers in threads on free ports; all are stopped after the test."""
+def start_live_server(url: str, **settings: Any) -> tuple[LiveServer, Callable[[], None]]:
+    """Start uvicorn in a thread on a free port; returns the server and a function stopping it."""
     import uvicorn
 
     from seedance.control.app import create_app
 
-    running: list[tuple[uvicorn.Server, threading.Thread]] = []
+    svc = ControlService(settings_for(url, **settings))
+    app = create_app(service=svc)
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
+                                           access_log=False, lifespan="on"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.time() + 30
+    while not server.started:
+        if time.time() > deadline or not thread.is_alive():
+            pytest.fail("live server did not start")
+        time.sleep(0.02)
 
-    def start(url: str, **settings: Any) -> LiveServer:
-        svc = ControlService(settings_for(url, **settings))
-        app = create_app(service=svc)
-        port = free_port()
-        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
-                                               access_log=False, lifespan="on"))
-        thread = threading.Thread(target=server.run, daemon=True)
-        thread.start()
-        deadline = time.time() + 30
-        while not server.started:
-            if time.time() > deadline or not thread.is_alive():
-                pytest.fail("live server did not start")
-            time.sleep(0.02)
-        running.append((server, thread))
-        return LiveServer(f"http://127.0.0.1:{port}", svc, app)
-
-    yield start
-    for server, thread in running:
+    def stop() -> None:
         server.should_exit = True
         thread.join(15)
+
+    return LiveServer(f"http://127.0.0.1:{port}", svc, app), stop
+
+
+@pytest.fixture
+def live_server_factory() -> Iterator[Callable[..., LiveServer]]:
+    """Start uvicorn servers in threads on free ports; all are stopped after the test."""
+    stops: list[Callable[[], None]] = []
+
+    def start(url: str, **settings: Any) -> LiveServer:
+        server, stop = start_live_server(url, **settings)
+        stops.append(stop)
+        return server
+
+    yield start
+    for stop in stops:
+        stop()
 
 
 @pytest.fixture

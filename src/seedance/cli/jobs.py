@@ -1,5 +1,7 @@
 """Job commands: ``submit -f``, ``get jobs|nodes``, ``describe job``, ``explain job``, ``cancel``.
 
+``explain job`` joins the ``explain`` command group when another module registered it first.
+
 With a context (``seedancectl config``) they talk to that server; without one they work on the
 local embedded store (``$SEEDANCE_HOME/local.db``) through the same services the server runs.
 """
@@ -211,14 +213,19 @@ def register(app: typer.Typer) -> None:
 
         _emit(out, output, table)
 
-    @app.command("explain")
+    # ``explain`` is a command group shared with other modules (``explain pod`` explains a simulated
+    # pod): join it when it is already registered, else create it.
+    explain_group = next((g.typer_instance for g in app.registered_groups if g.name == "explain"), None)
+    if explain_group is None:
+        explain_group = typer.Typer(help="Explain scheduling decisions.", no_args_is_help=True)
+        app.add_typer(explain_group, name="explain")
+
+    @explain_group.command("job")
     def explain(
-        kind: Annotated[str, typer.Argument(help="'job'.")],
         ref: Annotated[str, typer.Argument(help="Job id or name.")],
         output: OutputOpt = Output.table, context: ContextOpt = None,
     ) -> None:
-        """Why a job is where it is: its latest decision, filter rejections and runner-up nodes."""
-        _check_kind(kind)
+        """Why a live job is where it is: its latest decision, filter rejections and runner-up nodes."""
         out = _run(context, lambda c, _: c.explain(ref))
 
         def table() -> Any:

@@ -28,7 +28,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "seedance.cli.explain",
     "seedance.cli.serve",
     "seedance.cli.config",
-    "seedance.cli.jobs",
+    "seedance.cli.jobs",  # after explain: adds ``explain job`` to that group
 )
 
 EXIT_BAD_INPUT = 2

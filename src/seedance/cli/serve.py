@@ -30,6 +30,9 @@ def register(app: typer.Typer) -> None:
             help="Placement policy when no scheduling policy is enabled (default best-fit).")] = None,
         dispatcher: Annotated[str | None, typer.Option(help="Backend for placed jobs (default noop).")] = None,
         log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "warning",
+        fd: Annotated[int | None, typer.Option(
+            help="Serve on this inherited, already listening socket (socket activation) instead of --port."
+        )] = None,
     ) -> None:
         """Serve the control-plane API, dashboard and metrics."""
         import uvicorn
@@ -48,12 +51,10 @@ def register(app: typer.Typer) -> None:
             "default_placement": canonical_placement(placement) if placement else None,
             "dispatcher": DISPATCHERS.get(dispatcher).name if dispatcher else None,
         }
-        for key, value in overrides.items():
-            if value is not None:
-                os.environ[f"SEEDANCE_{key.upper()}"] = str(value)
-        os.environ["SEEDANCE_SCHEDULER_ENABLED"] = "true" if scheduler else "false"
+        chosen = {k: v for k, v in overrides.items() if v is not None}
+        chosen["scheduler_enabled"] = scheduler
         try:
-            settings = ControlSettings()
+            settings = ControlSettings(**chosen)  # type: ignore[arg-type]
         except ValidationError as exc:
             err = exc.errors()[0]
             raise InputError(err["msg"], source="settings", field=".".join(str(x) for x in err["loc"])) from None
@@ -65,8 +66,11 @@ def register(app: typer.Typer) -> None:
         db.dispose()
         if fresh:
             typer.echo(f"admin token (shown once; only its hash is stored): {fresh}", err=True)
-        typer.echo(f"seedance control plane on http://{settings.host}:{settings.port} ({db.describe()})", err=True)
+        where = f"fd {fd}" if fd is not None else f"http://{settings.host}:{settings.port}"
+        typer.echo(f"seedance control plane on {where} ({db.describe()})", err=True)
+        for key, value in chosen.items():  # the workers read their settings from the environment
+            os.environ[f"SEEDANCE_{key.upper()}"] = str(value).lower() if isinstance(value, bool) else str(value)
         uvicorn.run(
             "seedance.control.app:create_app_from_env", factory=True, host=settings.host, port=settings.port,
-            workers=settings.workers, log_level=log_level, access_log=False, timeout_graceful_shutdown=5,
+            fd=fd, workers=settings.workers, log_level=log_level, access_log=False, timeout_graceful_shutdown=5,
         )

@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     StringConstraints,
@@ -48,6 +49,12 @@ def _printable(v: str) -> str:
         v.encode("utf-8")
     except UnicodeEncodeError:
         raise ValueError("must be valid Unicode text (no lone surrogates)") from None
+    return v
+
+
+def _rfc3339(v: object) -> object:
+    if not isinstance(v, str | dt.datetime):
+        raise ValueError("must be an RFC 3339 date-time string")
     return v
 
 
@@ -90,7 +97,10 @@ class JobKind(StrEnum):
 
 
 class _In(BaseModel):
-    model_config = ConfigDict(extra="forbid", str_strip_whitespace=False)
+    """Request bodies: unknown fields refused, no lax coercion (``0`` is not ``false``, ``"1"`` not ``1``);
+    enum and date-time fields take their JSON strings (``strict=False`` on those fields)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class _Out(BaseModel):
@@ -134,7 +144,7 @@ class TokenCreate(_In):
     """A new API token; the answer shows its value once."""
 
     name: Name = Field(description="A label for the token (who or what uses it).")
-    role: Role = Field(description="admin, operator, member or viewer.")
+    role: Role = Field(strict=False, description="admin, operator, member or viewer.")
     tenant_id: int | None = Field(
         default=None, ge=1, le=2**62, description="Tenant of the token (default: the caller's; others: admin only)."
     )
@@ -219,7 +229,7 @@ class NodeUpdate(_In):
     """Change a node's labels or status (cordon: status=cordoned)."""
 
     labels: Labels | None = None
-    status: NodeStatus | None = None
+    status: NodeStatus | None = Field(default=None, strict=False)
 
 
 class NodeRead(BaseModel):
@@ -247,17 +257,19 @@ class JobCreate(_In):
     ``gpus`` is a count (1, 2, 8) or a fraction of one GPU (0.25 = 250 milli-GPU); 0 means CPU only.
     """
 
-    kind: JobKind = JobKind.TRAINING_JOB
+    kind: JobKind = Field(default=JobKind.TRAINING_JOB, strict=False)
     name: Name | None = Field(default=None, description="Unique in the tenant (default: generated).")
     cluster: Name = Field(default="default", description="Cluster to run on.")
-    tier: Tier = Field(default=Tier("bronze"), description="SLA tier.")
+    tier: Tier = Field(default=Tier("bronze"), strict=False, description="SLA tier.")
     priority: int = Field(default=0, ge=-1000, le=1000, description="Priority within the tier.")
     gpus: float = Field(default=1.0, ge=0, le=MAX_GPUS_PER_JOB, description="GPU count, or a fraction below 1.")
     gpu_types: Annotated[list[Annotated[str, StringConstraints(min_length=1, max_length=32)]], Field(
         max_length=16)] = Field(default_factory=list, description="Acceptable GPU models (empty: any).")
     cpu_milli: int = Field(default=1000, ge=0, le=10_000_000)
     memory_mib: int = Field(default=1024, ge=0, le=1_000_000_000)
-    deadline: dt.datetime | None = Field(default=None, description="Latest acceptable completion time.")
+    deadline: Annotated[dt.datetime, BeforeValidator(_rfc3339)] | None = Field(
+        default=None, strict=False, description="Latest acceptable completion time (RFC 3339)."
+    )
     flexibility_hours: float = Field(
         default=0.0, ge=0, le=8760, description="How long the start may be deferred for a cheaper window."
     )

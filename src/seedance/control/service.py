@@ -51,7 +51,7 @@ class ControlService:
         self.metrics = ControlMetrics(self.db)
         self.scorer: CostScorer = make_cost_scorer(cost_scorer)
         self.directory = ClusterDirectory()
-        self.revision = migrate.current_revision(self.db)
+        self.revision = migrate.HEAD_REVISION if run_migrations else migrate.current_revision(self.db)
         self.validator: PolicyValidator = default_policy_validator()
         self.dispatcher = dispatcher if dispatcher is not None else make_dispatcher(settings.dispatcher)
         self.loop = SchedulingLoop(

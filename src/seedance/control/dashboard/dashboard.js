@@ -65,7 +65,7 @@ function drawTiers(by) {
   const box = document.getElementById("tiers");
   const states = [...new Set(Object.values(by).flatMap(o => Object.keys(o)))].sort();
   if (!states.length) { box.textContent = "no jobs"; return; }
-  let html = "<table><tr><th>tier</th>" + states.map(s => `<th>${s}</th>`).join("") + "</tr>";
+  let html = "<table><tr><th>tier</th>" + states.map(s => `<th class="n">${s}</th>`).join("") + "</tr>";
   for (const tier of Object.keys(by).sort()) {
     html += `<tr><td>${tier}</td>` + states.map(s => `<td class="n">${by[tier][s] || 0}</td>`).join("") + "</tr>";
   }
@@ -77,7 +77,7 @@ function esc(s) { return String(s).replace(/[&<>"]/g, c => ({"&": "&amp;", "<": 
 function drawReasons(rows) {
   const box = document.getElementById("reasons");
   if (!rows.length) { box.textContent = "nothing pending"; return; }
-  box.innerHTML = "<table><tr><th>reason</th><th>tier</th><th>jobs</th><th>e.g.</th></tr>" +
+  box.innerHTML = "<table><tr><th>reason</th><th>tier</th><th class=\"n\">jobs</th><th>e.g.</th></tr>" +
     rows.map(r => `<tr><td>${esc(r.reason)}</td><td>${esc(r.tier)}</td><td class="n">${r.jobs}</td>` +
       `<td>${esc(r.example)}</td></tr>`).join("") + "</table>";
 }
@@ -95,7 +95,8 @@ function drawCost(points) {
   el("text", {x: L - 4, y: 16, "text-anchor": "end"}, svg).textContent = "$" + max.toFixed(2);
   el("text", {x: L - 4, y: H - B, "text-anchor": "end"}, svg).textContent = "$0";
   if (points.length) {
-    el("text", {x: L, y: H - 6}, svg).textContent = new Date(points[0].t).toLocaleTimeString();
+    const hours = (Date.parse(points[points.length - 1].t) - Date.parse(points[0].t)) / 3.6e6;
+    el("text", {x: L, y: H - 6}, svg).textContent = Math.round(hours) + " h ago";
     el("text", {x: W - 10, y: H - 6, "text-anchor": "end"}, svg).textContent = "now";
   }
   const d = points.map((p, i) => (i ? "L" : "M") + xs(i).toFixed(1) + "," + ys(p.usd_per_hour).toFixed(1)).join("");
@@ -110,7 +111,13 @@ async function refresh() {
   const q = sel.value ? "?cluster=" + encodeURIComponent(sel.value) : "";
   try {
     const r = await fetch("/api/v1/dashboard" + q, {headers: {Authorization: "Bearer " + tok}});
-    if (r.status === 401) { sessionStorage.removeItem("seedance-token"); status.textContent = "token refused"; return; }
+    if (r.status === 401) {
+      sessionStorage.removeItem("seedance-token");
+      document.getElementById("panels").hidden = true;
+      document.getElementById("login").hidden = false;
+      status.textContent = "token refused";
+      return;
+    }
     if (!r.ok) throw new Error((await r.json()).detail || r.status);
     const data = await r.json();
     if (sel.options.length !== data.clusters.length) {

@@ -6,7 +6,7 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from seedance.control.db.models import ApiToken, Tenant, utcnow
-from seedance.control.errors import Forbidden, NotFound
+from seedance.control.errors import Conflict, Forbidden, NotFound
 from seedance.control.schemas import Role, TokenCreate
 from seedance.control.security import Principal, display_prefix, hash_token, new_token_value
 from seedance.control.services import events, tenants
@@ -74,6 +74,12 @@ def revoke_token(*, session: Session, principal: Principal, token_id: int) -> Ap
         if Role(token.role).rank > principal.role.rank:
             raise Forbidden(f"a {principal.role.value} token cannot revoke a {token.role} token")
     if token.revoked_at is None:
+        if token.role == Role.ADMIN.value:
+            others = session.scalars(select(ApiToken.id).where(
+                ApiToken.role == Role.ADMIN.value, ApiToken.revoked_at.is_(None), ApiToken.id != token.id
+            )).first()
+            if others is None:
+                raise Conflict("this is the last admin token; create another admin token before revoking it")
         now = utcnow()
         session.execute(update(ApiToken).where(ApiToken.id == token.id).values(revoked_at=now))
         token.revoked_at = now
