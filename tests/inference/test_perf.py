@@ -81,3 +81,29 @@ def test_max_prefill_tokens_is_the_largest_that_fits(budget: float, cap: int) ->
         assert s.prefill_ms(n) <= budget
     if n < cap:
         assert s.prefill_ms(n + 1) > budget
+
+
+@pytest.mark.parametrize("gpu", ["A100-80GB", "H100-80GB"])
+def test_simulated_end_to_end_matches_the_profiled_runs(gpu: str) -> None:
+    """Golden check: replaying each profiled configuration (batch of equal requests, 128 output
+    tokens) in the simulator reproduces the profile's measured end-to-end time within 10%. (Rows
+    with longer outputs are left out: their e2e_time plateaus near 30 s, so those runs stopped
+    early.)"""
+    from seedance.inference.memory import KVBudget
+    from seedance.inference.model import get_model
+    from seedance.inference.sim import ServingSimulator
+    from seedance.inference.trace import from_arrays
+
+    hw = {"A100-80GB": "a100-80gb", "H100-80GB": "h100-80gb"}[gpu]
+    st_ = load_step_times("llama2-70b", gpu, 8)
+    shape = get_model("llama2-70b")
+    budget = KVBudget.for_replica(shape, gpu, 8)
+    groups: dict[tuple[int, int], list[float]] = {}
+    for r in _rows(model="llama2-70b", hardware=hw, tensor_parallel="8", token_size="128"):
+        groups.setdefault((int(r["prompt_size"]), int(r["batch_size"])), []).append(float(r["e2e_time"]))
+    assert len(groups) == 13
+    for (prompt, batch), measured in groups.items():
+        tr = from_arrays([0.0] * batch, [prompt] * batch, [128] * batch)
+        run = ServingSimulator(tr, step=st_, shape=shape, budget=budget, batcher="continuous",
+                               options={"max_num_batched_tokens": 1 << 20}).run()
+        assert run.finish.max() * 1000 == pytest.approx(statistics.median(measured), rel=0.10), (prompt, batch)

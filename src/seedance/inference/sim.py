@@ -101,8 +101,8 @@ class _Replica:
 
     __slots__ = (
         "batcher", "busy", "counter", "decoding", "heap", "held", "idx", "kv_end", "kv_start", "pad_b",
-        "pad_len", "peak", "pool", "prefilling", "queue", "res", "span_b", "span_k0", "span_n", "span_t0",
-        "sumbase", "sumq", "t_end", "timer", "view", "wake_seq",
+        "mem_t", "mem_v", "pad_len", "pool", "prefilling", "queue", "res", "span_b", "span_k0", "span_n",
+        "span_t0", "sumbase", "sumq", "t_end", "timer", "view", "wake_seq",
     )
 
     def __init__(self, idx: int, pool: int, batcher: Batcher, view: ReplicaView, block_tokens: int) -> None:
@@ -131,7 +131,8 @@ class _Replica:
         self.kv_end = 0.0
         self.pad_b = 0
         self.pad_len = 0
-        self.peak = 0.0
+        self.mem_t: list[float] = []  # KV MiB held: linear between consecutive points
+        self.mem_v: list[float] = []
 
 
 class ServingSimulator:
@@ -165,7 +166,6 @@ class ServingSimulator:
         self.step = step
         self.shape = shape
         self.budget = budget
-        self.policy = batcher
         batchers = [make_batcher(batcher, options) for _ in range(replicas)]
         cls = type(batchers[0])
         self.policy = cls.name
@@ -199,10 +199,9 @@ class ServingSimulator:
         self._total = budget.total_blocks
         self._tok_mib = shape.kv_bytes_per_token / MIB
         self._blk_mib = budget.block_bytes / MIB
-        self._mem_t: list[float] = []
-        self._mem_v: list[float] = []
         self._iterations = 0
         self._delta_lo, self._delta_hi = math.inf, -math.inf
+        self._track_delta = hasattr(batchers[0], "last_delta")
         self.replicas: list[_Replica] = []
         self._pool_members: list[list[int]] = []
         for k, count in enumerate(self.pools.replicas):
@@ -239,9 +238,7 @@ class ServingSimulator:
         finally:
             if gc_was:
                 gc.enable()
-        if not self._mem_t:  # nothing was ever admitted
-            self._mem_t.append(float(arr[0]) if len(arr) else 0.0)
-            self._mem_v.append(0.0)
+        mem_t, mem_v, peaks = self._memory_series(float(arr[0]) if len(arr) else 0.0)
         left = (self.state != DONE) & (self.state != DROPPED)
         self.state[left] = DROPPED  # never served: a batcher kept them waiting to the end
         seen = (self._delta_lo, self._delta_hi) if self._delta_lo <= self._delta_hi else None
@@ -249,8 +246,8 @@ class ServingSimulator:
             policy=self.policy, trace=self.trace.source, arrival=self.book.arrival, prompt=self.book.prompt,
             output=self._gen, predicted=self.book.predicted, baseline_pred=self.baseline_pred,
             first_token=self.book.first_token, finish=self.finish, state=self.state,
-            preemptions=self.preempt, mem_t=np.asarray(self._mem_t), mem_mib=np.asarray(self._mem_v),
-            replica_peak_mib=[r.peak for r in self.replicas], iterations=self._iterations,
+            preemptions=self.preempt, mem_t=mem_t, mem_mib=mem_v, replica_peak_mib=peaks,
+            iterations=self._iterations,
             events=self.loop.processed, wall_s=time.perf_counter() - t0, pools=self.pools.replicas,
             kv_pool_mib=self.budget.total_mib, delta_seen=seen,
         )
@@ -317,6 +314,9 @@ class ServingSimulator:
             return  # superseded by a later schedule
         busy = rep.busy
         rep.busy = _IDLE
+        if busy != _IDLE:  # the end of an iteration or span: its memory peak, before anything is freed
+            rep.mem_t.append(now)
+            rep.mem_v.append(rep.kv_end)
         if busy == _SPAN:
             self._finish_span(rep, now)
         elif busy == _ITER:
@@ -371,15 +371,17 @@ class ServingSimulator:
             if not rep.pad_b:
                 rep.timer = None
                 rep.kv_start = rep.kv_end = 0.0
-                self._record(now)
+                self._mark(rep, now)
             return
         view.free_blocks = self._total - self._blocks_after(rep, 0)
         view.kv_tokens = len(rep.decoding) * rep.counter + rep.sumbase
         plan = rep.batcher.plan(view)
-        d = getattr(rep.batcher, "last_delta", None)
-        if d is not None:
-            self._delta_lo = min(self._delta_lo, d)
-            self._delta_hi = max(self._delta_hi, d)
+        if self._track_delta:
+            d = rep.batcher.last_delta  # type: ignore[attr-defined]
+            if d < self._delta_lo:
+                self._delta_lo = d
+            if d > self._delta_hi:
+                self._delta_hi = d
         if plan.reject:
             gone = set(plan.reject)
             rep.queue[:] = [j for j in rep.queue if j not in gone]
@@ -393,7 +395,7 @@ class ServingSimulator:
             rep.kv_start = rep.kv_end = self._kv_mib(rep, 0)
             if plan.wake_at is not None:
                 self._schedule(rep, max(plan.wake_at, now))
-            self._record(now)
+            self._mark(rep, now)
 
     # -------------------------------------------------- prefill iterations
     def _start_iteration(self, rep: _Replica, now: float, plan: Plan) -> None:
@@ -460,7 +462,7 @@ class ServingSimulator:
         rep.span_t0 = now
         rep.busy = _ITER
         self._schedule(rep, now + ms / 1000.0)
-        self._record(now)
+        self._mark(rep, now)
 
     def _finish_iteration(self, rep: _Replica, now: float) -> None:
         book = self.book
@@ -520,7 +522,7 @@ class ServingSimulator:
         rep.kv_start = self._kv_mib(rep, 0)
         rep.busy = _SPAN
         self._set_span(rep, n)
-        self._record(now)
+        self._mark(rep, now)
 
     def _start_padded_span(self, rep: _Replica, now: float) -> None:
         """Decode a padded batch to its end; members finish at their own steps (streamed)."""
@@ -541,7 +543,7 @@ class ServingSimulator:
         else:
             n = 0
         self._set_span(rep, n)
-        self._record(now)
+        self._mark(rep, now)
 
     def _set_span(self, rep: _Replica, n: int) -> None:
         rep.span_n = n
@@ -552,7 +554,6 @@ class ServingSimulator:
         self._iterations += rep.span_n
         rep.counter += rep.span_n
         rep.kv_start = rep.kv_end
-        self._record(now)  # the end of a span is its memory peak, before anything is freed
         if not self.request_level:
             self._complete_due(rep, now)
             return
@@ -636,24 +637,42 @@ class ServingSimulator:
             self._alloc[rep.idx].free(int(i))
 
     # ----------------------------------------------------------- memory
-    def _record(self, now: float) -> None:
-        """Sample the KV memory of all replicas at ``now`` (each linear within its current
-        iteration or span, between the values at its ends)."""
-        total = 0.0
+    @staticmethod
+    def _mark(rep: _Replica, now: float) -> None:
+        """``rep`` starts a new iteration, span or idle period at ``now`` with ``kv_start`` MiB."""
+        t, v = rep.mem_t, rep.mem_v
+        if t and t[-1] != now:  # it was idle since its last point: flat until now
+            t.append(now)
+            v.append(v[-1])
+        t.append(now)
+        v.append(rep.kv_start)
+
+    def _memory_series(self, t0: float) -> tuple[NDArray[np.float64], NDArray[np.float64], list[float]]:
+        """KV MiB of all replicas together over time, and each replica's peak.
+
+        Each replica's memory is linear between its points; where a replica has several points at
+        one time (a drop when requests finish), the total takes the first, so peaks are kept.
+        """
+        xs = np.unique(np.concatenate([np.asarray(r.mem_t) for r in self.replicas] + [np.array([t0])]))
+        total = np.zeros_like(xs)
+        peaks = []
         for r in self.replicas:
-            v = r.kv_start
-            if r.busy != _IDLE and r.t_end > r.span_t0:
-                frac = (now - r.span_t0) / (r.t_end - r.span_t0)
-                v += min(max(frac, 0.0), 1.0) * (r.kv_end - r.kv_start)
-            if v > r.peak:
-                r.peak = v
-            total += v
-        if self._mem_t and self._mem_t[-1] == now:
-            if total > self._mem_v[-1]:
-                self._mem_v[-1] = total
-            return
-        self._mem_t.append(now)
-        self._mem_v.append(total)
+            tt, vv = np.asarray(r.mem_t), np.asarray(r.mem_v)
+            if tt.size == 0:
+                peaks.append(0.0)
+                continue
+            k = np.searchsorted(tt, xs, side="left")  # first point at or after x
+            kc = np.minimum(k, tt.size - 1)
+            k0 = np.maximum(k - 1, 0)
+            exact = tt[kc] == xs
+            span = tt[kc] - tt[k0]
+            w = np.divide(xs - tt[k0], span, out=np.zeros_like(xs), where=span > 0)
+            val = np.where(exact, vv[kc], vv[k0] + w * (vv[kc] - vv[k0]))
+            val = np.where((k == 0) & ~exact, 0.0, val)
+            val = np.where(k >= tt.size, vv[-1], val)
+            total += val
+            peaks.append(float(vv.max()))
+        return xs, total, peaks
 
     # ------------------------------------------------------------ audit
     def _check(self, rep: _Replica) -> None:

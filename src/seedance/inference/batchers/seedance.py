@@ -61,7 +61,9 @@ def clusters(features: np.ndarray[Any, Any], candidates: list[int], delta: float
     >>> list(clusters(f, [0, 1, 2, 3], 1.0))
     [[0, 1], [2, 3]]
     """
-    if not candidates:
+    if len(candidates) <= 1:
+        if candidates:
+            yield list(candidates)
         return
     idx = np.asarray(candidates)
     pts = features[idx]
@@ -137,6 +139,8 @@ class SeedanceBatcher(Batcher):
         return min(tokens, cap)
 
     def plan(self, view: ReplicaView) -> Plan:
+        if not view.waiting and not view.prefilling:
+            return Plan()
         book = view.book
         budget = self.budget(view)
         work: list[tuple[int, int]] = []
