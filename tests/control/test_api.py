@@ -33,7 +33,7 @@ def make_tenant_token(c: httpx.Client, tenant: str, role: str) -> tuple[int, str
 
 def test_health_openapi_and_dashboard_are_served(live_server: LiveServer) -> None:
     c = live_server.client(None)
-    assert c.get("/healthz").json() == {"status": "ok", "database": "sqlite", "revision": "0001"}
+    assert c.get("/healthz").json() == {"status": "ok", "database": "sqlite", "revision": "0002"}
     spec = c.get("/openapi.json").json()
     assert spec["info"]["title"] == "Seedance control plane"
     assert "/api/v1/jobs" in spec["paths"] and "/api/v1/jobs/{job_id}/explain" in spec["paths"]
@@ -165,6 +165,16 @@ def test_policies_from_yaml(live_server: LiveServer) -> None:
     assert alias.status_code == 422 and "aliases" in alias.json()["detail"]
     assert c.delete("/api/v1/policies/peak").status_code == 204
     assert c.get("/api/v1/policies/peak").status_code == 404
+    # the cost model's own policy documents (kind CostPolicy) are validated by its loader
+    cost_doc = ("apiVersion: seedance.io/v1\nkind: CostPolicy\nmetadata: {name: peak-aware}\n"
+                "spec:\n  plugin: electricity-pricing\n  weights: {price: 1.0, carbon: 0.5, delay: 1.0}\n")
+    r = c.post("/api/v1/policies", json={"name": "peak-aware", "config_yaml": cost_doc, "region": "US-CAL-CISO"})
+    assert r.status_code == 201, r.text
+    assert r.json()["plugin"] == "electricity-pricing" and r.json()["config"]["spec"]["weights"]["carbon"] == 0.5
+    typo = c.post("/api/v1/policies", json={"name": "typo", "config_yaml": cost_doc.replace("weights", "wieghts")})
+    assert typo.status_code == 422
+    assert typo.json()["detail"] == ("config_yaml:6: field spec.wieghts: unknown key (not in the CostPolicy schema; "
+                                     "check the spelling)")
 
 
 def test_metrics_names_and_values(live_server: LiveServer) -> None:

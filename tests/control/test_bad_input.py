@@ -104,7 +104,7 @@ def test_oversized_bodies_get_413_declared_or_chunked(server: LiveServer) -> Non
      "gpu_model is required when gpu_count > 0"),
     ("/api/v1/clusters/default/nodes", {"name": "n1", "cpu_milli": 1, "memory_mib": 1, "gpu_count": 1,
                                         "gpu_model": "nope"}, "unknown GPU model"),
-    ("/api/v1/policies", {"name": "p", "config_yaml": "kind: Other\n"}, "kind must be SchedulingPolicy"),
+    ("/api/v1/policies", {"name": "p", "config_yaml": "kind: Other\n"}, "kind must be SchedulingPolicy or CostPolicy"),
     ("/api/v1/policies", {"name": "p", "config_yaml": "- a list\n"}, "must be a YAML mapping"),
     ("/api/v1/policies", {"name": "p", "config_yaml": "spec: {placement: nope}\n"}, "unknown placement policy"),
     ("/api/v1/policies", {"name": "p", "config_yaml": "a: " + "x" * 40000}, "at most 32768 characters"),

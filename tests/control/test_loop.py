@@ -52,7 +52,7 @@ def check_no_overcommit(svc: ControlService) -> dict[str, list[int]]:
             assert job.node_name in nodes, f"job {job.id} bound to unknown node {job.node_name}"
             cpu[job.node_name] += job.cpu_milli
             for g in job.gpu_indices:
-                per_gpu[job.node_name][g] += job.gpu_milli
+                per_gpu[job.node_name][g] += job.placed_gpu_milli or job.gpu_milli
     for name, row in per_gpu.items():
         assert all(x <= 1000 for x in row), f"{name} over-allocated: {row}"
         assert cpu[name] <= nodes[name].cpu_milli
@@ -359,3 +359,56 @@ class _nothing:
 
     def __exit__(self, *a: object) -> None:
         return None
+
+
+def test_tier_pools_put_gold_on_gold_exclusive_nodes_as_whole_gpus(make_service: Svc, sqlite_url: str) -> None:
+    """With tier_pools, the tiers' TieredScheduler decides: own pool first, then a borrowed one."""
+    from seedance.control.settings import ControlSettings
+    from tests.control.helpers import settings_for
+
+    svc = ControlService(ControlSettings(**{**settings_for(sqlite_url).model_dump(), "tier_pools": True,
+                                            "bootstrap_token": ADMIN_TOKEN}))
+    try:
+        add_nodes(svc, count=1, gpus=4, prefix="plain", labels={})  # in no pool
+        add_nodes(svc, count=1, gpus=2, prefix="bronze", model="T4", labels={"gpu.sla.level": "bronze"})
+        add_nodes(svc, count=1, gpus=8, prefix="gold", labels={"gpu.sla.level": "gold", "gpu.mode": "exclusive"})
+        share = submit(svc, gpus=0.25, tier="gold")
+        b1, b2 = submit(svc, gpus=2, tier="bronze"), submit(svc, gpus=2, tier="bronze")
+        silver = submit(svc, gpus=1, tier="silver", gpu_types=["T4"])
+        svc.loop.run_once()
+        g = job_row(svc, share)
+        assert (g.node_name, g.gpu_indices, g.gpu_milli, g.placed_gpu_milli) == ("gold-0", [0], 250, 1000)
+        assert job_row(svc, b1).node_name == "bronze-0"  # its own pool first
+        assert job_row(svc, b2).node_name == "gold-0"  # then borrowed: bronze may borrow gold nodes
+        assert job_row(svc, silver).status == "unschedulable"  # no silver pool; the gold pool it borrows has no T4
+        with svc.db.read() as s:
+            d = {x.job_id: x for x in s.scalars(select(DecisionRecord))}
+        assert d[share].explanation["stage"] == "own-pool"
+        assert d[share].explanation["request"]["rounded_up_from_milli"] == 250
+        assert d[b2].explanation["stage"] == "borrow" and d[b2].explanation["borrowed"] is True
+        assert d[silver].reason == "silver: no node of its pool(s) could ever host the request"
+        per_gpu = check_no_overcommit(svc)
+        assert per_gpu["gold-0"][0] == 1000  # the share holds the whole GPU in the rebuilt state too
+        svc.loop._caches.clear()  # rebuild from the store: the placed milli is what is re-applied
+        add_nodes(svc, count=1, gpus=8, prefix="gold2", labels={"gpu.sla.level": "gold", "gpu.mode": "exclusive"})
+        svc.loop.run_once()
+        assert check_no_overcommit(svc)["gold-0"][0] == 1000
+    finally:
+        svc.close()
+
+
+def test_costmodel_scorer_prices_energy_carbon_and_delay(make_service: Svc, sqlite_url: str) -> None:
+    from seedance.control.costing import CostInput, CostModelScorer
+
+    svc = make_service(sqlite_url, cost_scorer="costmodel")  # region: the settings' default, US-CAL-CISO
+    scorer = svc.scorer
+    assert isinstance(scorer, CostModelScorer) and svc.loop.scorer is scorer
+    add_nodes(svc, count=1, gpus=8)
+    j = submit(svc, gpus=4, duration_hours=6, flexibility_hours=12, tier="bronze")
+    row = job_row(svc, j)
+    direct = scorer.estimate(CostInput(num_gpu=4, gpu_milli=1000, gpu_types=(), cluster_models=("A100-80GB",),
+                                       duration_hours=6, tier="bronze", flexibility_hours=12))
+    assert row.cost_score == pytest.approx(direct.score) and row.cost_score > 0
+    assert row.cost_basis.startswith("costmodel US-CAL-CISO: energy+carbon+delay")
+    svc.loop.run_once()
+    assert job_row(svc, j).cost_basis.startswith("costmodel US-CAL-CISO")

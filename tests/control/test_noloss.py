@@ -201,7 +201,7 @@ def test_no_acknowledged_job_is_lost_or_duplicated_under_sigkill(
     for j in rows.values():
         if j.status in ("bound", "running"):
             for g in j.gpu_indices:
-                per_gpu[str(j.node_name)][g] += j.gpu_milli
+                per_gpu[str(j.node_name)][g] += j.placed_gpu_milli or j.gpu_milli
     assert all(x <= 1000 for row in per_gpu.values() for x in row), per_gpu
     assert sum(1 for j in rows.values() if j.status == "running") > 0
     print(f"\n{backend}: kills={kills} acknowledged={len(acked)} stored={total} "

@@ -21,7 +21,7 @@ def test_upgrade_creates_every_table_and_is_idempotent(db_url: str) -> None:
     assert migrate.current_revision(db) is None
     migrate.upgrade(db)
     migrate.upgrade(db)  # a second start changes nothing
-    assert migrate.current_revision(db) == migrate.head_revision() == migrate.HEAD_REVISION == "0001"
+    assert migrate.current_revision(db) == migrate.head_revision() == migrate.HEAD_REVISION == "0002"
     tables = set(inspect(db.engine).get_table_names())
     assert tables >= {"tenants", "api_tokens", "clusters", "nodes", "jobs", "scheduling_policies", "decisions",
                       "events", "alembic_version"}
@@ -94,3 +94,26 @@ def test_unsupported_or_memory_stores_are_refused() -> None:
         Database("sqlite:///:memory:")
     with pytest.raises(InputError, match="unsupported database"):
         Database("mysql://x@localhost/db")
+
+
+def test_migration_0002_keeps_existing_jobs(db_url: str) -> None:
+    db = Database(db_url)
+    migrate.upgrade(db, "0001")
+    now = dt.datetime.now(dt.UTC)
+    with db.engine.begin() as conn:
+        conn.execute(text("INSERT INTO tenants (name, display_name, created_at) VALUES ('t', '', :n)"), {"n": now})
+        conn.execute(text("INSERT INTO clusters (name, description, sched_version, capacity_version, created_at) "
+                          "VALUES ('c', '', 0, 0, :n)"), {"n": now})
+        conn.execute(text(
+            "INSERT INTO jobs (tenant_id, cluster_id, name, kind, tier, priority, cpu_milli, memory_mib, num_gpu, "
+            "gpu_milli, gpu_types, flexibility_hours, labels, request_hash, status, status_reason, gpu_indices, "
+            "cost_score, cost_basis, version, attempt_capacity_version, created_at, updated_at) VALUES "
+            "(1, 1, 'old', 'TrainingJob', 'gold', 0, 1, 1, 1, 250, '[]', 0, '{}', 'h', 'pending', '', '[]', 0, '', "
+            "0, -1, :n, :n)"), {"n": now})
+    assert migrate.current_revision(db) == "0001"
+    migrate.upgrade(db)
+    assert migrate.current_revision(db) == "0002"
+    with db.read() as s:
+        job = s.scalars(select(Job)).one()
+    assert (job.name, job.gpu_milli, job.placed_gpu_milli) == ("old", 250, None)
+    db.dispose()

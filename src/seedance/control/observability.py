@@ -29,7 +29,7 @@ from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, Met
 from prometheus_client.registry import Collector
 from sqlalchemy import case, func, select
 
-from seedance.control.db.models import Cluster, Job, Node
+from seedance.control.db.models import ALLOC_MILLI, Cluster, Job, Node
 from seedance.core.lifecycle import JobStatus
 
 if TYPE_CHECKING:
@@ -110,7 +110,7 @@ class StoreCollector(Collector):
             nodes = s.execute(select(Node.cluster_id, Node.name, Node.gpu_count, Node.gpu_model)).all()
             alloc: dict[tuple[int, str | None], list[int]] = {(c, n): [0] * g for c, n, g, _ in nodes}
             for cid, node, gpus, milli in s.execute(
-                select(Job.cluster_id, Job.node_name, Job.gpu_indices, Job.gpu_milli)
+                select(Job.cluster_id, Job.node_name, Job.gpu_indices, ALLOC_MILLI)
                 .where(Job.status.in_((JobStatus.BOUND.value, JobStatus.RUNNING.value)))
             ):
                 per_gpu = alloc.get((cid, node))

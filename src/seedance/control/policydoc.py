@@ -1,12 +1,13 @@
 """Scheduling-policy YAML documents: parse safely and validate behind a small interface.
 
 The control plane stores a policy's YAML verbatim next to its validated form. Validation goes
-through :class:`PolicyValidator`; the built-in :class:`MinimalPolicyValidator` checks only what
-the control plane itself uses (placement policy and queue order registry names) and keeps the
-rest as plug-in options. When the cost model's loader (``seedance.costmodel.policy.load_policy``)
-is wired in, it replaces this validator (see ``docs/control-plane.md``).
-
-Accepted shapes (the same file the CLI's ``--config-file`` takes)::
+through :class:`PolicyValidator`. The default, :class:`CostPolicyValidator`, validates a
+``kind: CostPolicy`` document (the file ``seedancectl scheduler policy enable --config-file`` takes,
+e.g. ``policies/peak_aware.yaml``) with the cost model's own loader
+(``seedance.costmodel.policy.parse_policy``: unknown keys refused, errors with line and field),
+and any other document with :class:`MinimalPolicyValidator`, which checks only what the control
+plane itself uses (placement policy and queue order registry names) and keeps the rest as
+plug-in options::
 
     apiVersion: seedance/v1          # optional
     kind: SchedulingPolicy           # optional
@@ -69,7 +70,8 @@ class MinimalPolicyValidator(PolicyValidator):
             raise InputError("a policy document must be a YAML mapping", source=source)
         kind = doc.get("kind")
         if kind is not None and kind != "SchedulingPolicy":
-            raise InputError(f"kind must be SchedulingPolicy, got {kind!r}", source=source, field="kind")
+            raise InputError(f"kind must be SchedulingPolicy or CostPolicy, got {kind!r}", source=source,
+                             field="kind")
         spec = doc.get("spec", {k: v for k, v in doc.items() if k not in ("apiVersion", "kind", "metadata")})
         if not isinstance(spec, dict):
             raise InputError("spec must be a mapping", source=source, field="spec")
@@ -123,6 +125,26 @@ def canonical_queue_order(name: str) -> str:
     return _canonical(_registry("queue_order"), name)
 
 
+class CostPolicyValidator(PolicyValidator):
+    """``kind: CostPolicy`` through the cost model's loader; other documents through the minimal one."""
+
+    def __init__(self) -> None:
+        self.fallback = MinimalPolicyValidator()
+
+    def validate(self, text: str, *, source: str) -> dict[str, Any]:
+        if not text.strip():
+            return {}
+        doc = parse_yaml(text, source=source)  # size and alias checks first
+        if isinstance(doc, dict) and doc.get("kind") == "CostPolicy":
+            from seedance.costmodel.policy import parse_policy
+
+            policy = parse_policy(text, source=source)
+            out: dict[str, Any] = policy.model_dump(mode="json")
+            out["plugin"] = policy.spec.plugin
+            return out
+        return self.fallback.validate(text, source=source)
+
+
 def default_policy_validator() -> PolicyValidator:
-    """The validator the service uses (the minimal one until the cost model's loader is wired)."""
-    return MinimalPolicyValidator()
+    """The validator the service uses: cost policies by the cost model's schema, others minimally."""
+    return CostPolicyValidator()

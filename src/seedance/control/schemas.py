@@ -336,6 +336,8 @@ class JobRead(BaseModel):
     gpus: float
     num_gpu: int
     gpu_milli: int
+    placed_gpu_milli: int | None = Field(description="Milli-GPU held per GPU when it differs from the request "
+                                         "(e.g. a Gold share placed as a whole GPU).")
     gpu_types: list[str]
     cpu_milli: int
     memory_mib: int

@@ -35,21 +35,21 @@ class ControlService:
     Args:
         settings: Service settings.
         filters: Extra scheduling filter plug-ins (a list for every tier, or ``tier -> list``).
-        cost_scorer: Name of the ``COST_SCORERS`` entry computing ``cost_score``.
+        cost_scorer: Name of the ``COST_SCORERS`` entry computing ``cost_score`` (default: the settings').
         dispatcher: A dispatcher instance (default: the one named by ``settings.dispatcher``).
         run_migrations: Bring the store to the newest schema first.
     """
 
     def __init__(
         self, settings: ControlSettings, *, filters: Sequence[FilterPlugin] | FilterProvider = (),
-        cost_scorer: str = "gpu-hours", dispatcher: Dispatcher | None = None, run_migrations: bool = True,
+        cost_scorer: str | None = None, dispatcher: Dispatcher | None = None, run_migrations: bool = True,
     ) -> None:
         self.settings = settings
         self.db = Database(settings.database_url, pool_size=settings.db_pool_size)
         if run_migrations:
             migrate.upgrade(self.db)
         self.metrics = ControlMetrics(self.db)
-        self.scorer: CostScorer = make_cost_scorer(cost_scorer)
+        self.scorer: CostScorer = make_cost_scorer(cost_scorer or settings.cost_scorer, settings)
         self.directory = ClusterDirectory()
         self.revision = migrate.HEAD_REVISION if run_migrations else migrate.current_revision(self.db)
         self.validator: PolicyValidator = default_policy_validator()
@@ -58,6 +58,7 @@ class ControlService:
             self.db, scorer=self.scorer, dispatcher=self.dispatcher, filters=filters, metrics=self.metrics,
             default_placement=settings.default_placement, default_queue=settings.default_queue_order,
             batch=settings.scheduler_batch, explain=settings.explain, interval_s=settings.scheduler_interval_s,
+            tier_pools=settings.tier_pools,
         )
         self._auth_cache: dict[str, tuple[Principal, float]] = {}
         self._auth_lock = threading.Lock()

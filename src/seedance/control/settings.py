@@ -43,6 +43,15 @@ class ControlSettings(BaseSettings):
     default_queue_order: str = Field(default="priority", description="Queue order (registry name) by default.")
     dispatcher: str = Field(default="noop", description="Backend that runs placed jobs (DISPATCHERS registry name).")
     explain: bool = Field(default=True, description="Add filter counts and runner-up nodes to every decision.")
+    tier_pools: bool = Field(
+        default=False,
+        description="Place jobs only in their SLA tier's node pool or one it may borrow (labels gpu.sla.level, "
+        "gpu.mode; Gold on gold+exclusive nodes), with seedance.tiers.TieredScheduler; preemption stays off.",
+    )
+    cost_scorer: str = Field(
+        default="gpu-hours", description="COST_SCORERS entry computing cost_score: gpu-hours (rental, no data) "
+        "or costmodel (energy+carbon+delay from the region's signals).")
+    cost_region: str = Field(default="US-CAL-CISO", description="Signals region of the costmodel scorer.")
     bootstrap_token: SecretStr | None = Field(
         default=None, description="Admin token created at start-up if absent (its hash is stored, never the value)."
     )

@@ -33,6 +33,7 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     UniqueConstraint,
+    func,
 )
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Dialect
@@ -153,6 +154,7 @@ class Job(Base):
     memory_mib: Mapped[int] = mapped_column(BigInteger)
     num_gpu: Mapped[int] = mapped_column(Integer)
     gpu_milli: Mapped[int] = mapped_column(Integer)
+    placed_gpu_milli: Mapped[int | None] = mapped_column(Integer, nullable=True)
     gpu_types: Mapped[list[str]] = mapped_column(JsonType, default=list)
     deadline: Mapped[dt.datetime | None] = mapped_column(UtcDateTime, nullable=True)
     flexibility_hours: Mapped[float] = mapped_column(Float, default=0.0)
@@ -235,3 +237,6 @@ class EventRecord(Base):
 
 
 APPEND_ONLY_TABLES = ("decisions", "events")
+
+ALLOC_MILLI = func.coalesce(Job.placed_gpu_milli, Job.gpu_milli)
+"""Milli-GPU a bound job holds on each of its GPUs (what was placed, else what was asked)."""

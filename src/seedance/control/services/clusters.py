@@ -14,7 +14,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from seedance.control.db.models import Cluster, Job, Node, utcnow
+from seedance.control.db.models import ALLOC_MILLI, Cluster, Job, Node, utcnow
 from seedance.control.errors import Conflict, NotFound
 from seedance.control.schemas import ClusterCreate, ClusterRead, NodeCreate, NodeRead, NodeUpdate, Role
 from seedance.control.security import Principal
@@ -78,7 +78,7 @@ def cluster_totals(*, session: Session, cluster: Cluster) -> dict[str, int]:
         select(func.count(Node.id), func.coalesce(func.sum(Node.gpu_count), 0)).where(Node.cluster_id == cluster.id)
     ).one()
     used = session.execute(
-        select(func.coalesce(func.sum(Job.num_gpu * Job.gpu_milli), 0)).where(
+        select(func.coalesce(func.sum(Job.num_gpu * ALLOC_MILLI), 0)).where(
             Job.cluster_id == cluster.id, Job.status.in_(ACTIVE)
         )
     ).scalar_one()
@@ -205,7 +205,8 @@ def delete_node(*, session: Session, principal: Principal, cluster_name: str, no
         session.execute(
             update(Job).where(Job.id == job.id).values(
                 status=JobStatus.PENDING.value, status_reason=f"node {node.name} removed: re-queued",
-                node_name=None, gpu_indices=[], dispatch_handle=None, version=Job.version + 1,
+                node_name=None, gpu_indices=[], placed_gpu_milli=None, dispatch_handle=None,
+                version=Job.version + 1,
                 attempt_capacity_version=-1, updated_at=now, bound_at=None, started_at=None,
             )
         )
@@ -223,7 +224,7 @@ def allocations(*, session: Session, cluster_id: int, nodes: Iterable[Node]) -> 
     """Allocation per node name from the bound and running jobs of a cluster."""
     out = {n.name: NodeAlloc(gpu_milli=[0] * n.gpu_count) for n in nodes}
     rows = session.execute(
-        select(Job.node_name, Job.gpu_indices, Job.gpu_milli, Job.cpu_milli, Job.memory_mib)
+        select(Job.node_name, Job.gpu_indices, ALLOC_MILLI, Job.cpu_milli, Job.memory_mib)
         .where(Job.cluster_id == cluster_id, Job.status.in_(ACTIVE))
     )
     for node_name, gpus, milli, cpu, mem in rows:

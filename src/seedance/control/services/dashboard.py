@@ -15,7 +15,7 @@ import numpy as np
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from seedance.control.db.models import Cluster, Job, Node, utcnow
+from seedance.control.db.models import ALLOC_MILLI, Cluster, Job, Node, utcnow
 from seedance.control.schemas import CostPoint, DashboardData, HeatmapRow
 from seedance.control.security import Principal
 from seedance.control.services import clusters
@@ -73,7 +73,7 @@ def _cost_series(
     window_h: float, points: int,
 ) -> list[CostPoint]:
     start = now - dt.timedelta(hours=window_h)
-    q = (select(Job.bound_at, Job.finished_at, Job.node_name, Job.num_gpu, Job.gpu_milli)
+    q = (select(Job.bound_at, Job.finished_at, Job.node_name, Job.num_gpu, ALLOC_MILLI)
          .where(Job.cluster_id == cluster_id, Job.bound_at.is_not(None),
                 (Job.finished_at.is_(None)) | (Job.finished_at >= start))
          .order_by(Job.id.desc()).limit(_MAX_COST_JOBS))

@@ -74,6 +74,7 @@ def submit_job(
     estimate = scorer.estimate(CostInput(
         num_gpu=data.num_gpu, gpu_milli=data.gpu_milli, gpu_types=tuple(data.gpu_types), cluster_models=models,
         duration_hours=data.duration_hours, tier=data.tier.value, flexibility_hours=data.flexibility_hours,
+        deadline_in_s=(data.deadline - utcnow()).total_seconds() if data.deadline is not None else None,
     ))
     now = utcnow()
     name = data.name or f"{_NAME_PREFIX[data.kind]}-{secrets.token_hex(8)}"
@@ -114,7 +115,8 @@ def _read_from_values(job_id: int, v: dict[str, Any], cluster: str) -> JobRead:
         id=job_id, tenant_id=v["tenant_id"], name=v["name"], kind=JobKind(v["kind"]), cluster=cluster,
         tier=v["tier"],
         priority=v["priority"], gpus=_gpus(v["num_gpu"], v["gpu_milli"]), num_gpu=v["num_gpu"],
-        gpu_milli=v["gpu_milli"], gpu_types=v["gpu_types"], cpu_milli=v["cpu_milli"], memory_mib=v["memory_mib"],
+        gpu_milli=v["gpu_milli"], placed_gpu_milli=None, gpu_types=v["gpu_types"], cpu_milli=v["cpu_milli"],
+        memory_mib=v["memory_mib"],
         deadline=v["deadline"], flexibility_hours=v["flexibility_hours"], duration_hours=v["duration_hours"],
         labels=v["labels"], idempotency_key=v["idempotency_key"], status=JobStatus.PENDING,
         status_reason=v["status_reason"], node=None, gpu_indices=[], cost_score=v["cost_score"],
@@ -278,7 +280,7 @@ def to_read(job: Job, cluster_name: str) -> JobRead:
     return JobRead(
         id=job.id, tenant_id=job.tenant_id, name=job.name, kind=JobKind(job.kind), cluster=cluster_name,
         tier=job.tier, priority=job.priority, gpus=_gpus(job.num_gpu, job.gpu_milli), num_gpu=job.num_gpu,
-        gpu_milli=job.gpu_milli,
+        gpu_milli=job.gpu_milli, placed_gpu_milli=job.placed_gpu_milli,
         gpu_types=list(job.gpu_types), cpu_milli=job.cpu_milli, memory_mib=job.memory_mib, deadline=job.deadline,
         flexibility_hours=job.flexibility_hours, duration_hours=job.duration_hours,
         labels={str(k): str(v) for k, v in job.labels.items()}, idempotency_key=job.idempotency_key,

@@ -32,7 +32,7 @@ from sqlalchemy import Table, bindparam, insert, select, update
 from sqlalchemy.orm import Session
 
 from seedance.control.costing import CostInput, CostScorer
-from seedance.control.db.models import Cluster, DecisionRecord, EventRecord, Job, Node, utcnow
+from seedance.control.db.models import ALLOC_MILLI, Cluster, DecisionRecord, EventRecord, Job, Node, utcnow
 from seedance.control.db.session import Database
 from seedance.control.dispatch import BackendStatus, Dispatcher, DispatchRequest
 from seedance.control.observability import ControlMetrics
@@ -47,6 +47,8 @@ from seedance.scheduling.framework import DEFAULT_FILTERS, FilterPlugin, PolicyC
 from seedance.scheduling.queueing import QUEUE_ORDERS, QueueItem, QueueOrder
 from seedance.scheduling.tasktypes import TaskTypes
 from seedance.tiers import DEFAULT_TIER_CONFIG, TierConfig
+from seedance.tiers.preemption import RunningPods
+from seedance.tiers.scheduler import TieredScheduler
 
 log = logging.getLogger("seedance.control.scheduler")
 
@@ -92,6 +94,7 @@ class _Cache:
     node_models: list[str | None]
     schedulers: dict[str, Scheduler] = field(default_factory=dict)
     queue: QueueOrder | None = None
+    tiered: TieredScheduler | None = None
 
 
 @dataclass(slots=True)
@@ -109,6 +112,7 @@ class _Job:
     duration_hours: float | None
     flexibility_hours: float
     gpu_types: tuple[str, ...]
+    deadline: float | None = None
 
 
 class SchedulingLoop:
@@ -126,7 +130,10 @@ class SchedulingLoop:
         explain: Record filter counts and runner-up nodes in every decision.
         interval_s: Seconds between cycles when nothing wakes the loop.
         poll_interval_s: Seconds between polls of the dispatcher.
-        tier_config: Tier priorities.
+        tier_config: Tier priorities (and pools, with ``tier_pools``).
+        tier_pools: Place each job only in its tier's node pool, or one it may borrow (``gpu.sla.level``
+            and ``gpu.mode`` labels; Gold on gold + exclusive nodes, a Gold share as a whole GPU),
+            with ``seedance.tiers.TieredScheduler``. Extra ``filters`` do not apply then.
     """
 
     def __init__(
@@ -134,7 +141,7 @@ class SchedulingLoop:
         filters: Sequence[FilterPlugin] | FilterProvider = (), metrics: ControlMetrics | None = None,
         default_placement: str = "best-fit", default_queue: str = "priority", batch: int = 1024,
         explain: bool = True, interval_s: float = 0.5, poll_interval_s: float = 1.0,
-        tier_config: TierConfig = DEFAULT_TIER_CONFIG,
+        tier_config: TierConfig = DEFAULT_TIER_CONFIG, tier_pools: bool = False,
     ) -> None:
         self.db = db
         self.scorer = scorer
@@ -148,6 +155,9 @@ class SchedulingLoop:
         self.interval_s = interval_s
         self.poll_interval_s = poll_interval_s
         self.tier_priority = {name: spec.priority for name, spec in tier_config.tiers.items()}
+        # tier pools: the tiers' own TieredScheduler (own pool, then borrowed pools); preemption is
+        # switched off here, since the live loop does not evict running jobs (yet)
+        self.tier_config: TierConfig | None = _without_preemption(tier_config) if tier_pools else None
         self._caches: dict[int, _Cache] = {}
         self._last_poll = 0.0
         self._wake = threading.Event()
@@ -240,7 +250,7 @@ class SchedulingLoop:
         rows = s.execute(
             select(Job.id, Job.tenant_id, Job.tier, Job.priority, Job.cpu_milli, Job.memory_mib, Job.num_gpu,
                    Job.gpu_milli, Job.gpu_types, Job.version, Job.status_reason, Job.created_at,
-                   Job.duration_hours, Job.flexibility_hours)
+                   Job.duration_hours, Job.flexibility_hours, Job.deadline)
             .where(Job.cluster_id == cluster_id, Job.status == JobStatus.PENDING.value,
                    Job.attempt_capacity_version < cv)
             .order_by(Job.id).limit(self.batch * _MAX_FETCH_FACTOR)
@@ -253,6 +263,7 @@ class SchedulingLoop:
                 req=ResourceRequest(cpu_milli=r[4], memory_mib=r[5], num_gpu=r[6], gpu_milli=r[7], gpu_types=types),
                 version=r[9], reason=r[10], created=r[11].timestamp(), duration_hours=r[12],
                 flexibility_hours=r[13], gpu_types=types,
+                deadline=r[14].timestamp() if r[14] is not None else None,
             ))
         return out
 
@@ -268,7 +279,7 @@ class SchedulingLoop:
             if n.status != NodeStatus.READY.value:
                 state.set_schedulable(i, False)
         active = s.execute(
-            select(Job.id, Job.node_name, Job.gpu_indices, Job.gpu_milli, Job.cpu_milli, Job.memory_mib)
+            select(Job.id, Job.node_name, Job.gpu_indices, ALLOC_MILLI, Job.cpu_milli, Job.memory_mib)
             .where(Job.cluster_id == cluster_id, Job.status.in_(_ACTIVE))
         ).all()
         for jid, node_name, gpus, milli, cpu, mem in active:
@@ -289,6 +300,8 @@ class SchedulingLoop:
                 placement, (*DEFAULT_FILTERS, *self.filters(tier)), explain=self.explain
             )
         cache.queue = QUEUE_ORDERS.get(policy.queue_order)()
+        if self.tier_config is not None:
+            cache.tiered = TieredScheduler(placement, self.tier_config, explain=self.explain)
         return cache
 
     def _decide_and_commit(
@@ -306,10 +319,15 @@ class SchedulingLoop:
         state = cache.state
         plan: list[tuple[_Job, Decision, int]] = []
         t0 = time.perf_counter()
+        tiered = cache.tiered
+        wall = time.time()
         for job in order:
-            sched = cache.schedulers.get(job.tier) or next(iter(cache.schedulers.values()))
             t = time.perf_counter()
-            d = sched.decide(state, job.req, job.id)
+            if tiered is not None and job.tier in self.tier_priority:
+                d = tiered.decide(state, job.req, job.id, tier=job.tier, running=_NOBODY, now=wall)
+            else:
+                sched = cache.schedulers.get(job.tier) or next(iter(cache.schedulers.values()))
+                d = sched.decide(state, job.req, job.id)
             if d.outcome is Outcome.BIND:
                 assert d.placement is not None
                 state.apply(d.placement)
@@ -335,6 +353,7 @@ class SchedulingLoop:
         v = cache.sched_version
         state = cache.state
         now = utcnow()
+        wall = now.timestamp()
         with self.db.write() as s:
             won = s.execute(
                 update(Cluster).where(Cluster.id == cluster_id, Cluster.sched_version == v)
@@ -371,11 +390,14 @@ class SchedulingLoop:
                         num_gpu=job.req.num_gpu, gpu_milli=job.req.gpu_milli, gpu_types=job.gpu_types,
                         cluster_models=(), duration_hours=job.duration_hours, tier=job.tier,
                         flexibility_hours=job.flexibility_hours,
+                        deadline_in_s=job.deadline - wall if job.deadline is not None else None,
                     ), model)
                     cost = est.score
+                    placed = d.placement.gpu_milli if gpus else 0
                     binds.append({
                         "b_id": job.id, "b_status": JobStatus.BOUND.value, "b_reason": d.reason, "b_node": node_name,
                         "b_gpus": gpus, "b_cost": est.score, "b_basis": est.basis[:200], "b_at": now,
+                        "b_placed": placed if placed != job.req.gpu_milli else None,
                     })
                     evts.append({"tenant_id": job.tenant_id, "job_id": job.id, "cluster_id": cluster_id,
                                  "kind": "job.bound", "message": f"{node_name} GPUs {gpus}",
@@ -407,6 +429,7 @@ class SchedulingLoop:
                     update(jt).where(jt.c.id == bindparam("b_id")).values(
                         status=bindparam("b_status"), status_reason=bindparam("b_reason"),
                         node_name=bindparam("b_node"), gpu_indices=bindparam("b_gpus"),
+                        placed_gpu_milli=bindparam("b_placed"),
                         cost_score=bindparam("b_cost"), cost_basis=bindparam("b_basis"),
                         bound_at=bindparam("b_at"), updated_at=bindparam("b_at"), version=jt.c.version + 1,
                     ),
@@ -450,7 +473,8 @@ class SchedulingLoop:
             handle = self.dispatcher.dispatch(DispatchRequest(
                 job_id=job.id, tenant_id=job.tenant_id, name=job.name, kind=job.kind, tier=job.tier,
                 cluster=cluster_name, node=job.node_name or "", gpu_model=models.get(job.node_name or ""),
-                gpu_indices=tuple(job.gpu_indices), gpu_milli=job.gpu_milli, cpu_milli=job.cpu_milli,
+                gpu_indices=tuple(job.gpu_indices), gpu_milli=job.placed_gpu_milli or job.gpu_milli,
+                cpu_milli=job.cpu_milli,
                 memory_mib=job.memory_mib, duration_hours=job.duration_hours,
                 labels={str(k): str(x) for k, x in job.labels.items()},
             ))
@@ -508,6 +532,14 @@ class SchedulingLoop:
                         message=f"{handle}", data={}, created_at=now,
                     ))
         return n
+
+
+_NOBODY = RunningPods()  # preemption is off in the live loop: no victim candidates
+
+
+def _without_preemption(config: TierConfig) -> TierConfig:
+    tiers = {name: spec.model_copy(update={"may_preempt": ()}) for name, spec in config.tiers.items()}
+    return config.model_copy(update={"tiers": tiers})
 
 
 def _live_task_types(s: Session, cluster_id: int) -> TaskTypes:
