@@ -343,13 +343,8 @@ class Executor:
         step = self.cfg.step
         if step is None:
             self.clock += time.perf_counter() - started
-        elif tokens and decoders:
-            self.clock += (max(step.prefill_ms(tokens + decoders), step.decode_base(decoders))
-                           + step.kv_ms_per_token * kv_tokens) / 1000.0
-        elif tokens:
-            self.clock += step.prefill_ms(tokens) / 1000.0
         else:
-            self.clock += step.decode_ms(decoders, kv_tokens) / 1000.0
+            self.clock += step.iteration_ms(tokens, 0.0, decoders, kv_tokens) / 1000.0
 
     def _account(self, accounted_bytes: int, token_bytes: int, tensor_bytes: int) -> None:
         if tensor_bytes:

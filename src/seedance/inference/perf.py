@@ -136,6 +136,18 @@ class StepTimes:
             return 0.0
         return self.decode_base(batch) + self.kv_ms_per_token * kv_tokens
 
+    def iteration_ms(self, prefill_tokens: int, sq_tokens: float, decoders: int, kv_tokens: float) -> float:
+        """One iteration: ``prefill_tokens`` of prefill work plus one decode step for ``decoders``
+        sequences attending to ``kv_tokens``. Mixed iterations cost
+        ``max(prefill(prefill_tokens + decoders), decode_base(decoders)) + attention``: the decode
+        tokens join the prefill's matrix multiplies (Sarathi's observation)."""
+        if not decoders:
+            return self.prefill_ms(prefill_tokens, sq_tokens)
+        if not prefill_tokens:
+            return self.decode_ms(decoders, kv_tokens)
+        return (max(self.prefill_ms(prefill_tokens + decoders, sq_tokens), self.decode_base(decoders))
+                + self.kv_ms_per_token * kv_tokens)
+
     def decode_span_ms(self, batch: int, kv_tokens: float, steps: int) -> float:
         """``steps`` decode steps of a fixed batch starting at ``kv_tokens``, growing ``batch`` a step."""
         if steps <= 0 or batch <= 0:

@@ -448,13 +448,8 @@ class ServingSimulator:
         if decode and self._blocks_after(rep, 1) > self._total:
             self._preempt(rep, now, 1)
             decode = bool(rep.decoding)
-        step = self.step
-        if decode:
-            b = len(rep.decoding)
-            kv = b * rep.counter + rep.sumbase
-            ms = max(step.prefill_ms(tokens + b, sq), step.decode_base(b)) + step.kv_ms_per_token * kv
-        else:
-            ms = step.prefill_ms(tokens, sq)
+        b = len(rep.decoding) if decode else 0
+        ms = self.step.iteration_ms(tokens, sq, b, b * rep.counter + rep.sumbase if b else 0)
         rep.span_n = 1 if decode else 0
         self._iterations += 1
         rep.kv_start = self._kv_mib(rep, 0)

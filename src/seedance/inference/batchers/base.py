@@ -272,3 +272,48 @@ def fcfs_fit(view: ReplicaView, candidates: Sequence[int], *, max_seqs: int, max
         seqs += 1
         tokens += n
     return out
+
+
+class ChunkFill:
+    """Fills one iteration's prefill-token budget with chunks (vLLM v1's rule, shared by the
+    chunked batchers): :meth:`continue_prefills` first, then :meth:`admit` new requests one by
+    one until one does not fit (budget, running-sequence cap, or blocks for its whole prefill
+    above ``watermark_blocks``).
+    """
+
+    __slots__ = ("budget", "free", "max_seqs", "seqs", "view", "work")
+
+    def __init__(self, view: ReplicaView, budget: int, *, max_seqs: int, watermark_blocks: int) -> None:
+        self.view = view
+        self.budget = budget
+        self.free = view.free_blocks - watermark_blocks
+        self.seqs = view.running
+        self.max_seqs = max_seqs
+        self.work: list[tuple[int, int]] = []
+
+    def continue_prefills(self) -> None:
+        """Give the prefills under way their next chunks, oldest admission first."""
+        book = self.view.book
+        for i in self.view.prefilling:
+            if self.budget <= 0:
+                return
+            t = min(book.prefill_len(i) - int(book.computed[i]), self.budget)
+            self.work.append((i, t))
+            self.budget -= t
+
+    def admit(self, i: int) -> bool:
+        """Start waiting request ``i`` with a chunk; ``False`` (nothing taken) when it does not fit."""
+        n = self.view.book.prefill_len(i)
+        need = self.view.blocks_for(n)
+        if self.budget <= 0 or self.seqs + 1 > self.max_seqs or need > self.free:
+            return False
+        t = min(n, self.budget)
+        self.work.append((i, t))
+        self.budget -= t
+        self.free -= need
+        self.seqs += 1
+        return True
+
+    def plan(self) -> Plan:
+        """The plan: the chunks, and every running request decodes."""
+        return Plan(prefill=tuple(self.work), decode=True)

@@ -12,7 +12,7 @@ prefills already under way, then new requests, FCFS).
 
 from __future__ import annotations
 
-from seedance.inference.batchers.base import BATCHERS, Batcher, Plan, ReplicaView, fcfs_fit
+from seedance.inference.batchers.base import BATCHERS, Batcher, ChunkFill, Plan, ReplicaView, fcfs_fit
 
 
 @BATCHERS.register("continuous", aliases=("vllm", "orca"))
@@ -44,26 +44,11 @@ class ChunkedContinuousBatcher(Batcher):
     options = {"max_num_seqs": 256, "max_num_batched_tokens": 2048, "watermark": 0.01}
 
     def plan(self, view: ReplicaView) -> Plan:
-        book = view.book
-        budget = int(self.opts["max_num_batched_tokens"]) - len(view.decoding)
-        work: list[tuple[int, int]] = []
-        for i in view.prefilling:
-            if budget <= 0:
+        fill = ChunkFill(view, int(self.opts["max_num_batched_tokens"]) - len(view.decoding),
+                         max_seqs=int(self.opts["max_num_seqs"]),
+                         watermark_blocks=int(float(self.opts["watermark"]) * view.total_blocks))
+        fill.continue_prefills()
+        for i in view.waiting:
+            if not fill.admit(i):
                 break
-            t = min(book.prefill_len(i) - int(book.computed[i]), budget)
-            work.append((i, t))
-            budget -= t
-        if budget > 0 and view.waiting:
-            free = view.free_blocks - int(float(self.opts["watermark"]) * view.total_blocks)
-            seqs = view.running
-            for i in view.waiting:
-                n = book.prefill_len(i)
-                need = view.blocks_for(n)
-                if budget <= 0 or seqs + 1 > int(self.opts["max_num_seqs"]) or need > free:
-                    break
-                t = min(n, budget)
-                work.append((i, t))
-                budget -= t
-                free -= need
-                seqs += 1
-        return Plan(prefill=tuple(work), decode=True)
+        return fill.plan()

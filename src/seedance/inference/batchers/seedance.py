@@ -37,6 +37,7 @@ import numpy as np
 from seedance.inference.batchers.base import (
     BATCHERS,
     Batcher,
+    ChunkFill,
     Plan,
     PoolPlan,
     ReplicaView,
@@ -141,39 +142,17 @@ class SeedanceBatcher(Batcher):
     def plan(self, view: ReplicaView) -> Plan:
         if not view.waiting and not view.prefilling:
             return Plan()
-        book = view.book
-        budget = self.budget(view)
-        work: list[tuple[int, int]] = []
-        for i in view.prefilling:
-            if budget <= 0:
-                break
-            t = min(book.prefill_len(i) - int(book.computed[i]), budget)
-            work.append((i, t))
-            budget -= t
-        if budget > 0 and view.waiting:
-            delta = self.delta(view)
-            self.last_delta = delta
+        fill = ChunkFill(view, self.budget(view), max_seqs=int(self.opts["max_num_seqs"]),
+                         watermark_blocks=int(float(self.opts["watermark"]) * view.total_blocks))
+        fill.continue_prefills()
+        if fill.budget > 0 and view.waiting:
+            self.last_delta = self.delta(view)
             pressured = view.kv_usage > float(self.opts["shrink_at"])
-            free = view.free_blocks - int(float(self.opts["watermark"]) * view.total_blocks)
-            seqs = view.running
-            max_seqs = int(self.opts["max_num_seqs"])
             window = view.waiting[: int(self.opts["window"])]
-            stop = False
-            for group in clusters(book.features, window, delta):
-                for i in group:
-                    n = book.prefill_len(i)
-                    need = view.blocks_for(n)
-                    if budget <= 0 or seqs + 1 > max_seqs or need > free:
-                        stop = True
-                        break
-                    t = min(n, budget)
-                    work.append((i, t))
-                    budget -= t
-                    free -= need
-                    seqs += 1
-                if stop or pressured:
+            for group in clusters(view.book.features, window, self.last_delta):
+                if not all(fill.admit(i) for i in group) or pressured:
                     break
-        return Plan(prefill=tuple(work), decode=True)
+        return fill.plan()
 
     @classmethod
     def pool_plan(cls, opts: dict[str, Any], history: RequestHistory, replicas: int) -> PoolPlan | None:
