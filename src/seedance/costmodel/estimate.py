@@ -83,7 +83,7 @@ def estimate(job: TrainingJob, *, region: str, policy: CostPolicy | None = None,
         InputError: a run that does not fit the deadline, or a ``now`` outside the data.
     """
     from seedance.costmodel.energy import EnergyModel
-    from seedance.costmodel.evaluation import actual_signals, planner_forecasts, policy_signals
+    from seedance.costmodel.evaluation import actual_signals, pct_change, planner_forecasts, policy_signals
 
     pol = policy or CostPolicy()
     model = EnergyModel.model(job.gpu_model)
@@ -136,12 +136,12 @@ def estimate(job: TrainingJob, *, region: str, policy: CostPolicy | None = None,
     return {
         "job": job.name, "region": rs.region, "currency": rs.currency, "scenarios": rows,
         "saving_vs_now": {
-            "energy_cost_pct": _pct(rows[1]["energy_cost"], rows[0]["energy_cost"]),
-            "co2_pct": _pct(rows[1]["co2_kg"], rows[0]["co2_kg"]),
-            "total_usd_pct": _pct(rows[1].get("total_usd"), rows[0].get("total_usd")),
+            "energy_cost_pct": pct_change(rows[1]["energy_cost"], rows[0]["energy_cost"]),
+            "co2_pct": pct_change(rows[1]["co2_kg"], rows[0]["co2_kg"]),
+            "total_usd_pct": pct_change(rows[1].get("total_usd"), rows[0].get("total_usd")),
         },
         "whitepaper_claim_usd": {"before": WHITEPAPER_CLAIM_USD[0], "after": WHITEPAPER_CLAIM_USD[1],
-                                 "pct": _pct(WHITEPAPER_CLAIM_USD[1], WHITEPAPER_CLAIM_USD[0])},
+                                 "pct": pct_change(WHITEPAPER_CLAIM_USD[1], WHITEPAPER_CLAIM_USD[0])},
         "assumptions": {
             "params": job.params, "tokens": job.tokens, "flops_per_param_token": job.flops_per_param_token,
             "flops": job.flops, "mfu": job.mfu, "gpu_model": model.name, "gpus": job.gpus,
@@ -157,8 +157,3 @@ def estimate(job: TrainingJob, *, region: str, policy: CostPolicy | None = None,
         },
     }
 
-
-def _pct(new: float | None, base: float | None) -> float | None:
-    if new is None or base is None or base == 0:
-        return None
-    return 100.0 * (new - base) / abs(base)

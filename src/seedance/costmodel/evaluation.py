@@ -28,7 +28,7 @@ from seedance.costmodel.schedulers import (
     ScheduleContext,
     deferrable_mask,
 )
-from seedance.costmodel.score import Signals, account
+from seedance.costmodel.score import Signals, window_costs
 from seedance.costmodel.workload import build_workload
 from seedance.signals.forecast import make_forecaster, score_forecasts
 from seedance.signals.providers import SIGNAL_PROVIDERS, RegionSignals, SignalProvider, region_signals
@@ -110,29 +110,25 @@ def _metrics(name: str, region: str, ctx: ScheduleContext, starts: np.ndarray, f
     sig = ctx.actual
     if np.isnan(starts).any():
         raise RuntimeError(f"policy {name} left jobs unscheduled")  # a bug, not bad input
-    ends = starts + w.duration
-    p_int, c_int = sig.integrals(starts, ends)
-    cost = w.power_kw / 1000.0 * p_int
-    co2 = w.power_kw / 1000.0 * account(ctx.weights.accounting, c_int, starts, ends)
-    wait = (starts - w.arrival) / HOUR
-    misses = int((ends > w.deadline + 1e-6).sum())
+    wc = window_costs(starts, w.duration, w.power_kw, w.gpus, w.arrival, sig, ctx.weights)  # one value per job
+    cost, co2, wait = wc.cost, wc.co2_kg, wc.wait_h
+    misses = int((starts + w.duration > w.deadline + 1e-6).sum())
     deferred = flex & (wait > 1e-6)
-    wts = ctx.weights
-    energy_mwh = w.power_kw * w.duration / HOUR / 1000.0
-    delay = wait * (w.gpus * wts.delay_per_gpu_hour + energy_mwh * wts.delay_per_mwh_hour)
-    score = wts.price * cost + wts.carbon * co2 / 1000.0 * wts.carbon_price_per_tonne + wts.delay * delay
     return {
         "policy": name, "region": region, "currency": sig.currency,
         "energy_cost": float(cost.sum()), "co2_kg": float(co2.sum()), "deadline_misses": misses, "jobs": len(w),
         "energy_kwh": float(w.energy_kwh.sum()), "flexible_jobs": int(flex.sum()), "deferred_jobs": int(deferred.sum()),
         "mean_delay_h_flexible": float(wait[flex].mean()) if flex.any() else 0.0,
         "flexible_energy_cost": float(cost[flex].sum()), "flexible_co2_kg": float(co2[flex].sum()),
-        "flexible_energy_kwh": float(w.energy_kwh[flex].sum()), "score": float(score.sum()),
+        "flexible_energy_kwh": float(w.energy_kwh[flex].sum()), "score": float(wc.score.sum()),
     }
 
 
-def _pct(new: float, base: float) -> float | None:
-    return None if base == 0 else 100.0 * (new - base) / abs(base)
+def pct_change(new: float | None, base: float | None) -> float | None:
+    """``100 * (new - base) / |base|``; ``None`` when either is missing or ``base`` is 0."""
+    if new is None or base is None or base == 0:
+        return None
+    return 100.0 * (new - base) / abs(base)
 
 
 def _captured(saving: float, best: float) -> float | None:
@@ -199,10 +195,10 @@ def _compare(results: list[dict[str, Any]]) -> None:
     opt = by.get("hindsight-optimal")
     for r in results:
         if base is not None:
-            r["cost_vs_immediate_pct"] = _pct(r["energy_cost"], base["energy_cost"])
-            r["co2_vs_immediate_pct"] = _pct(r["co2_kg"], base["co2_kg"])
-            r["flexible_cost_vs_immediate_pct"] = _pct(r["flexible_energy_cost"], base["flexible_energy_cost"])
-            r["flexible_co2_vs_immediate_pct"] = _pct(r["flexible_co2_kg"], base["flexible_co2_kg"])
+            r["cost_vs_immediate_pct"] = pct_change(r["energy_cost"], base["energy_cost"])
+            r["co2_vs_immediate_pct"] = pct_change(r["co2_kg"], base["co2_kg"])
+            r["flexible_cost_vs_immediate_pct"] = pct_change(r["flexible_energy_cost"], base["flexible_energy_cost"])
+            r["flexible_co2_vs_immediate_pct"] = pct_change(r["flexible_co2_kg"], base["flexible_co2_kg"])
         if base is not None and opt is not None:
             r["cost_saving_captured"] = _captured(base["energy_cost"] - r["energy_cost"],
                                                   base["energy_cost"] - opt["energy_cost"])

@@ -103,10 +103,10 @@ class PlannerForecasts:
         hours = max(1, int(np.ceil((until - t) / HOUR)))
         rows = []
         for fm in (self.price, self.carbon):
-            r = int(np.searchsorted(fm.issue_times(), t, side="right")) - 1
+            r = fm.row(t)
             if r < 0:
                 return None
-            lag = int((t - int(fm.issue_times()[r])) // HOUR)  # hours since that issue
+            lag = int((t - int(fm.issue_times[r])) // HOUR)  # hours since that issue
             v = _extend(fm.point[r], lag + hours)[lag:]
             if not np.all(np.isfinite(v)):
                 return None

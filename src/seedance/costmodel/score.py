@@ -351,16 +351,23 @@ def is_deferrable(job: JobFeatures, tiers: TierConfig = DEFAULT_TIER_CONFIG) -> 
     return job.flexible and spec.deferrable
 
 
+def latest_starts(submitted: ArrayLike, now: ArrayLike, deadline: ArrayLike, duration_s: ArrayLike,
+                  max_delay_h: float, horizon_end: float = np.inf) -> FloatA:
+    """``min(submitted + max_delay, deadline - duration, horizon_end - duration)``, never before ``now``."""
+    d = np.asarray(duration_s, dtype=np.float64)
+    latest = np.minimum(np.asarray(submitted, dtype=np.float64) + max_delay_h * HOUR,
+                        np.minimum(np.asarray(deadline, dtype=np.float64), horizon_end) - d)
+    return np.asarray(np.maximum(latest, np.asarray(now, dtype=np.float64)), dtype=np.float64)
+
+
 def latest_start(job: JobFeatures, now: float, weights: Weights, horizon_end: float,
                  tiers: TierConfig = DEFAULT_TIER_CONFIG) -> float:
     """The latest start the policy may choose (``now`` when the job may not wait)."""
     if not is_deferrable(job, tiers):
         return now
     since = now if job.submitted is None else min(job.submitted, now)
-    latest = min(since + weights.max_delay_h * HOUR, horizon_end - job.duration_s)
-    if job.deadline is not None:
-        latest = min(latest, job.deadline - job.duration_s)
-    return max(latest, now)
+    deadline = np.inf if job.deadline is None else job.deadline
+    return float(latest_starts(since, now, deadline, job.duration_s, weights.max_delay_h, horizon_end))
 
 
 def cost_score(job: JobFeatures, signals: Signals, weights: Weights, now: float, *,

@@ -22,6 +22,7 @@ from numpy.typing import NDArray
 
 from seedance.core.errors import InputError
 from seedance.costmodel.energy import EnergyModel
+from seedance.costmodel.score import latest_starts
 from seedance.signals.series import HOUR
 from seedance.tiers import DEFAULT_TIER_CONFIG, TierConfig
 from seedance.traces.schema import PodTrace
@@ -70,8 +71,8 @@ class Workload:
 
     def latest_start(self, max_delay_h: float) -> FloatA:
         """Latest start of each job (its arrival when inflexible)."""
-        lat = np.minimum(self.deadline - self.duration, self.arrival + max_delay_h * HOUR)
-        return np.where(self.flexible, np.maximum(lat, self.arrival), self.arrival)
+        lat = latest_starts(self.arrival, self.arrival, self.deadline, self.duration, max_delay_h)
+        return np.where(self.flexible, lat, self.arrival)
 
 
 def build_workload(trace: PodTrace, *, start: float, end: float, flexible_share: float = 0.3,

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
@@ -57,23 +57,19 @@ class ForecastMatrix:
     point: FloatA
     quantiles: tuple[float, ...]
     bands: FloatA
+    issue_times: IntA = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "issue_times", self.series.start + HOUR * np.asarray(self.issues, dtype=np.int64))
 
     @property
     def horizon(self) -> int:
         """Number of leads."""
         return int(self.point.shape[1])
 
-    def issue_times(self) -> IntA:
-        """Epoch seconds of the issue hours."""
-        return self.series.start + HOUR * self.issues
-
     def row(self, t: float) -> int:
-        """Row of the latest forecast issued at or before epoch seconds ``t``."""
-        pos = int((t - self.series.start) // HOUR)
-        r = int(np.searchsorted(self.issues, pos, side="right")) - 1
-        if r < 0:
-            raise InputError("no forecast issued at or before this time", source=self.series.source)
-        return r
+        """Row of the latest forecast issued at or before epoch seconds ``t`` (-1 when none was)."""
+        return int(np.searchsorted(self.issue_times, t, side="right")) - 1
 
 
 class Forecaster(ABC):
@@ -470,7 +466,7 @@ def score_forecasts(fm: ForecastMatrix, name: str, leads: int = 24) -> ForecastS
     ae_n = np.abs(truth - naive)
     cov = (truth >= lo_band) & (truth <= hi_band)
     month = np.array([datetime.fromtimestamp(int(x), tz=UTC).strftime("%Y-%m")
-                      for x in (series.start + HOUR * issues).tolist()])
+                      for x in fm.issue_times.tolist()])
     rows = []
     for m in sorted(set(month.tolist())):
         sel = ok & (month == m)[:, None]
