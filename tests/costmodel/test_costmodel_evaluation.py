@@ -133,3 +133,12 @@ def test_dry_run_prints_the_changes_and_enables_nothing(
     assert out["energy_cost_after"] <= out["energy_cost_before"] * 1.05
     assert main(["scheduler", "policy", "list", "-o", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["policies"] == []
+
+
+def test_the_first_days_of_the_data_run_without_history(shared_data: Path) -> None:
+    # carbon data starts on 2023-01-01: the first day has no forecast, so peak-aware runs those jobs now
+    out = run_evaluation(regions=["US-CAL-CISO"], days=2)
+    rows = {r["policy"]: r for r in out["results"]}
+    assert rows["peak-aware"]["info"]["jobs_without_forecast"] > 0
+    assert all(r["deadline_misses"] == 0 for r in rows.values())
+    assert [s["kind"] for s in out["regions"][0]["forecast_scores"]] == ["price"]  # carbon: too little history

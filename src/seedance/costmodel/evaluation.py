@@ -164,8 +164,11 @@ def evaluate_region(region: str, *, policies: Sequence[str] = DEFAULT_POLICIES, 
         forecasts = planner_forecasts(pol, rs, start, end)
         fc = pol.spec.forecast
         fc_names = (fc.price_forecaster or fc.forecaster, fc.forecaster)
-        fc_scores = [score_forecasts(fm, n, 24).to_json()
-                     for fm, n in zip((forecasts.price, forecasts.carbon), fc_names, strict=True)]
+        for fm, n in zip((forecasts.price, forecasts.carbon), fc_names, strict=True):
+            try:
+                fc_scores.append(score_forecasts(fm, n, 24).to_json())
+            except InputError:  # a span too early in the data to score any forecast: nothing to report
+                say(f"{rs.region}: {fm.series.kind} forecasts of this span cannot be scored (too little history)")
         say(f"{rs.region}: forecasts in {time.perf_counter() - t0:.1f} s")
     ctx = ScheduleContext(workload=wl, actual=actual, weights=weights, tiers=tiers, capacity_gpus=capacity_gpus,
                           forecasts=forecasts)
@@ -281,7 +284,8 @@ def render_table(payload: dict[str, Any]) -> Any:
     """A rich ``Table`` of the payload's results (one row per region and policy)."""
     from rich.table import Table
 
-    table = Table(title="energy cost and CO2 of a year of training work (costed on actual signals)")
+    spans = ", ".join(f"{r['region']} {r['start'][:10]} .. {r['end'][:10]}" for r in payload.get("regions", []))
+    table = Table(title=f"energy cost and CO2 of the trace's training work, {spans} (costed on actual signals)")
     cols = (("region", "left"), ("policy", "left"), ("jobs", "right"), ("flex", "right"), ("deferred", "right"),
             ("MWh", "right"), ("energy cost", "right"), ("Δ cost %", "right"), ("CO2 t", "right"),
             ("Δ CO2 %", "right"), ("misses", "right"), ("captured $", "right"), ("captured CO2", "right"),
