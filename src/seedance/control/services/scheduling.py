@@ -458,28 +458,27 @@ class SchedulingLoop:
         if self.dispatcher is None:
             return 0
         with self.db.read() as s:
-            jobs = list(s.scalars(
-                select(Job).where(Job.cluster_id == cluster_id, Job.status == JobStatus.BOUND.value,
-                                  Job.dispatch_handle.is_(None)).order_by(Job.id).limit(self.batch)
-            ))
+            jobs = s.execute(
+                select(Job.id, Job.tenant_id, Job.name, Job.kind, Job.tier, Job.node_name, Job.gpu_indices,
+                       ALLOC_MILLI, Job.cpu_milli, Job.memory_mib, Job.duration_hours, Job.labels, Job.version)
+                .where(Job.cluster_id == cluster_id, Job.status == JobStatus.BOUND.value,
+                       Job.dispatch_handle.is_(None)).order_by(Job.id).limit(self.batch)
+            ).all()
             if not jobs:
                 return 0
             models = dict(s.execute(
                 select(Node.name, Node.gpu_model).where(Node.cluster_id == cluster_id)
             ).all())
         started: list[dict[str, Any]] = []
-        for job in jobs:
-            transition(JobStatus.BOUND, JobStatus.RUNNING, JOB_TRANSITIONS)
+        transition(JobStatus.BOUND, JobStatus.RUNNING, JOB_TRANSITIONS)
+        for jid, tenant_id, name, kind, tier, node, gpus, milli, cpu, mem, hours, labels, version in jobs:
             handle = self.dispatcher.dispatch(DispatchRequest(
-                job_id=job.id, tenant_id=job.tenant_id, name=job.name, kind=job.kind, tier=job.tier,
-                cluster=cluster_name, node=job.node_name or "", gpu_model=models.get(job.node_name or ""),
-                gpu_indices=tuple(job.gpu_indices), gpu_milli=job.placed_gpu_milli or job.gpu_milli,
-                cpu_milli=job.cpu_milli,
-                memory_mib=job.memory_mib, duration_hours=job.duration_hours,
-                labels={str(k): str(x) for k, x in job.labels.items()},
+                job_id=jid, tenant_id=tenant_id, name=name, kind=kind, tier=tier, cluster=cluster_name,
+                node=node or "", gpu_model=models.get(node or ""), gpu_indices=tuple(gpus), gpu_milli=milli,
+                cpu_milli=cpu, memory_mib=mem, duration_hours=hours,
+                labels={str(k): str(x) for k, x in labels.items()},
             ))
-            started.append({"r_id": job.id, "r_version": job.version, "r_handle": handle[:200],
-                            "tenant_id": job.tenant_id})
+            started.append({"r_id": jid, "r_version": version, "r_handle": handle[:200], "tenant_id": tenant_id})
         now = utcnow()
         jt = _JOBS
         with self.db.write() as s:
