@@ -56,9 +56,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("simulate")
     def simulate(
-        nodes: Annotated[
-            Path | None, typer.Option(help="Node list CSV (default: the trace's GPU nodes).")
-        ] = None,
+        nodes: Annotated[Path | None, typer.Option(help="Node list CSV (default: the trace's GPU nodes).")] = None,
         pods: Annotated[
             list[Path] | None,
             typer.Option(
@@ -78,9 +76,7 @@ def register(app: typer.Typer) -> None:
         ] = 130,
         output: Annotated[Output, typer.Option("-o", "--output", help="Output format.")] = Output.table,
         out: Annotated[Path | None, typer.Option(help="Also write the output to this file.")] = None,
-        report: Annotated[
-            Path | None, typer.Option(help="Write an HTML report with plots (and JSON) here.")
-        ] = None,
+        report: Annotated[Path | None, typer.Option(help="Write an HTML report with plots (and JSON) here.")] = None,
         workers: Annotated[int, typer.Option(help="Worker processes.")] = 2,
         paper: Annotated[
             Path | None,
@@ -89,9 +85,7 @@ def register(app: typer.Typer) -> None:
         capacity_scale: Annotated[
             float, typer.Option(help="Replay: keep about this share of the nodes (same mix of node kinds).")
         ] = 1.0,
-        queue_order: Annotated[
-            str, typer.Option(help="Replay: queue-sort plug-in for pending pods.")
-        ] = "fifo",
+        queue_order: Annotated[str, typer.Option(help="Replay: queue-sort plug-in for pending pods.")] = "fifo",
         end: Annotated[
             str,
             typer.Option(help="Replay: 'fixed' (leave at deletion time) or 'shifted' (run full duration)."),
@@ -108,13 +102,29 @@ def register(app: typer.Typer) -> None:
             str | None,
             typer.Option(help="Replay: A/B of SLA tiers, e.g. 'shared,tiered' (docs/tiers.md)."),
         ] = None,
+        bound: Annotated[
+            bool, typer.Option("--bound", help="Inflation: also compute the offline LP bound per trace and seed.")
+        ] = False,
+        region: Annotated[
+            str | None,
+            typer.Option(
+                help="Replay: energy evaluation (immediate, peak-aware, hindsight-optimal) in these regions, "
+                "comma-separated (docs/costmodel.md)."
+            ),
+        ] = None,
+        prices: Annotated[Path | None, typer.Option(help="With --region: hourly price file (one region).")] = None,
+        carbon: Annotated[Path | None, typer.Option(help="With --region: hourly carbon file (one region).")] = None,
+        start_date: Annotated[str, typer.Option(help="With --region: where the year of work starts.")] = "2023-01-01",
+        flexible_share: Annotated[
+            float, typer.Option(help="With --region: share of jobs marked flexible (deadline-bound).")
+        ] = 0.3,
     ) -> None:
         """Simulate placement policies on a trace and compare them."""
         from seedance.scheduling.framework import make_policy
         from seedance.traces.paths import DEFAULT_NODES, DEFAULT_PODS, FGD_EXPECTED, data_file
 
         policies = split_names(policy)
-        for name in policies:  # fail fast on unknown names (lists the valid ones)
+        for name in policies if region is None else ():  # fail fast on unknown names (lists the valid ones)
             _check_policy(name, make_policy)
         seed_list = parse_seeds(seeds)
         if arrived_max < 1 or arrived_max > 1000:
@@ -123,15 +133,25 @@ def register(app: typer.Typer) -> None:
             raise InputError("must be >= 1", source="--workers")
         nodes_path = nodes or data_file(DEFAULT_NODES)
         pod_paths = expand_pods(pods or [data_file(DEFAULT_PODS)])
+        if region is not None:  # price/carbon-aware evaluation, owned by seedance.costmodel
+            _energy(region, policy, pods, prices, carbon, start_date, flexible_share, seed_list, output, out)
+            return
         if slices != "free":  # sub-GPU slicing: seedance.cli.mig runs free and MIG pools on the same seeds
             if mode is Mode.replay or report:
                 raise InputError("MIG pools run in inflation mode, without --report", source="--slices")
             from seedance.cli.mig import simulate_sliced
 
             simulate_sliced(
-                nodes_path=nodes_path, pod_paths=pod_paths, policies=policies, seeds=seed_list,
-                arrived_max=arrived_max, workers=workers, slices=slices, mig_map=mig_map,
-                output=output.value, out=out,
+                nodes_path=nodes_path,
+                pod_paths=pod_paths,
+                policies=policies,
+                seeds=seed_list,
+                arrived_max=arrived_max,
+                workers=workers,
+                slices=slices,
+                mig_map=mig_map,
+                output=output.value,
+                out=out,
             )
             return
         if ab is not None:  # SLA-tier A/B replay, owned by seedance.sim.ab
@@ -143,9 +163,7 @@ def register(app: typer.Typer) -> None:
             _emit(payload, output, out, lambda p, o: render_ab(p, o.value))
             return
         if mode is Mode.replay:
-            payload = _run_replay(
-                nodes_path, pod_paths, policies, seed_list, capacity_scale, queue_order, end
-            )
+            payload = _run_replay(nodes_path, pod_paths, policies, seed_list, capacity_scale, queue_order, end)
             _emit(payload, output, out, _render_replay)
             if report:
                 from seedance.sim.report import write_replay_report
@@ -155,7 +173,7 @@ def register(app: typer.Typer) -> None:
             return
         paper_results = _load_paper(paper, data_file, FGD_EXPECTED)
         payload = _run_inflation(
-            nodes_path, pod_paths, policies, seed_list, arrived_max, workers, paper_results, output
+            nodes_path, pod_paths, policies, seed_list, arrived_max, workers, paper_results, output, bound
         )
         _emit(payload, output, out, _render)
         if report:
@@ -163,6 +181,38 @@ def register(app: typer.Typer) -> None:
 
             path = write_inflation_report(report, payload["_runs"], payload["_summary"], _public(payload))
             typer.echo(f"report: {path}", err=True)
+
+
+def _energy(
+    region: str,
+    policy: str,
+    pods: list[Path] | None,
+    prices: Path | None,
+    carbon: Path | None,
+    start_date: str,
+    flexible_share: float,
+    seeds: list[int],
+    output: Output,
+    out: Path | None,
+) -> None:
+    from seedance.costmodel.evaluation import render_table, run_evaluation
+
+    names = split_names(policy)
+    if names == split_names(PAPER_POLICIES):  # the default list: compare the three energy policies
+        names = ["immediate", "peak-aware", "hindsight-optimal"]
+    if pods is not None and len(pods) != 1:
+        raise InputError("give one pod list with --region", source="--pods")
+    payload = run_evaluation(
+        regions=tuple(split_names(region)),
+        policies=tuple(names),
+        prices=prices,
+        carbon=carbon,
+        start_date=start_date,
+        flexible_share=flexible_share,
+        pods=pods[0] if pods else None,
+        seed=seeds[0],
+    )
+    _emit(payload, output, out, lambda p, o: dumps(p) if o is Output.json else render_table(p))
 
 
 def _emit(payload: dict[str, Any], output: Output, out: Path | None, render: Any) -> None:
@@ -230,9 +280,7 @@ def _render_replay(payload: dict[str, Any], output: Output) -> Any:
         w.writeheader()
         w.writerows(rows)
         return buf.getvalue().rstrip("\n")
-    table = Table(
-        title=f"replay (capacity scale {payload['capacity_scale']:g}, queue {payload['queue_order']})"
-    )
+    table = Table(title=f"replay (capacity scale {payload['capacity_scale']:g}, queue {payload['queue_order']})")
     cols = (
         "trace",
         "policy",
@@ -296,6 +344,7 @@ def _run_inflation(
     workers: int,
     paper: Any,
     output: Output,
+    bound: bool = False,
 ) -> dict[str, Any]:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -323,13 +372,29 @@ def _run_inflation(
     ) as prog:
         task = prog.add_task("simulating", total=len(runs))
         results = sweep(runs, workers=workers, progress=lambda r: prog.advance(task))
-    summary = summarize(results, paper)
+    bounds: dict[str, float] = {}
+    bound_rows: list[dict[str, Any]] = []
+    if bound:
+        from seedance.sim.bound import inflation_bound
+
+        spec = load_nodes(nodes_path)
+        for p in pod_paths:
+            trace = load_pods(p)
+            name = p.stem.removeprefix("openb_pod_list_")
+            vals = []
+            for seed in seeds:
+                b = inflation_bound(spec, trace, seed, ratio=arrived_max / 100.0)
+                vals.append(b.unallocated_pct)
+                bound_rows.append({"trace": name, "seed": seed, "bound_unallocated_pct": b.unallocated_pct})
+            bounds[name] = round(sum(vals) / len(vals), 2)
+    summary = summarize(results, paper, bounds)
     return {
         "mode": "inflation",
         "nodes": str(nodes_path),
         "arrived_max": arrived_max,
         "results": [r.to_json() for r in results],
         "summary": [s.to_json() for s in summary],
+        "bounds": bound_rows,
         "_runs": results,
         "_summary": summary,
     }
@@ -351,21 +416,15 @@ def _render(payload: dict[str, Any], output: Output) -> Any:
         for row in summary:
             w.writerow({k: (";".join(map(str, v)) if isinstance(v, list) else v) for k, v in row.items()})
         return buf.getvalue().rstrip("\n")
+    with_bound = bool(payload.get("bounds"))
     table = Table(title=f"unallocated GPU % at 100% arrived ({payload['mode']}, mean over seeds)")
-    for col, just in (
-        ("trace", "left"),
-        ("policy", "left"),
-        ("seeds", "right"),
-        ("ours %", "right"),
-        ("sd", "right"),
-        ("paper %", "right"),
-        ("Δ pp", "right"),
-        ("frag %", "right"),
-        ("wall s", "right"),
-    ):
-        table.add_column(col, justify=just, no_wrap=True)  # type: ignore[arg-type]
+    cols = ["trace", "policy", "seeds", "ours %", "sd", "paper %", "Δ pp"]
+    cols += ["bound %", "gap pp"] if with_bound else []
+    cols += ["frag %", "wall s"]
+    for col in cols:
+        table.add_column(col, justify="left" if col in ("trace", "policy") else "right", no_wrap=True)
     for s in summary:
-        table.add_row(
+        cells = [
             s["trace"],
             s["policy"],
             str(len(s["seeds"])),
@@ -373,9 +432,11 @@ def _render(payload: dict[str, Any], output: Output) -> Any:
             _f(s["unallocated_pct_at_100_sd"]),
             _f(s["paper_unallocated_pct_at_100"]),
             _f(s["delta_pp"]),
-            _f(s["frag_pct_at_100_mean"]),
-            _f(s["wall_s_mean"]),
-        )
+        ]
+        if with_bound:
+            cells += [_f(s["bound_unallocated_pct"]), _f(s["gap_to_bound_pp"])]
+        cells += [_f(s["frag_pct_at_100_mean"]), _f(s["wall_s_mean"])]
+        table.add_row(*cells)
     return table
 
 

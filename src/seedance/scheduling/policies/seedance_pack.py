@@ -52,6 +52,7 @@ class CopiesFragModel:
         fgd_weight: float = 0.0,
         gpu_weight: float = 0.0,
         balance: float = 0.0,
+        balance_mode: str = "min",
     ) -> None:
         self.state = state
         self.use_memory = use_memory
@@ -73,6 +74,7 @@ class CopiesFragModel:
         self.cpu_per_milli = float((self.f * self.cpu).sum()) / gpu_milli if gpu_milli else 0.0
         self.mem_per_milli = float((self.f * self.mem).sum()) / gpu_milli if gpu_milli else 0.0
         self.balance = balance
+        self.balance_mode = balance_mode
         acc = np.zeros((len(state.models) + 1, int(gpu.sum())), dtype=np.bool_)
         types = [gt for gt, g in zip(mix.gpu_types, gpu.tolist(), strict=True) if g]
         for j, allowed in enumerate(types):
@@ -110,10 +112,15 @@ class CopiesFragModel:
             fgd = total * (self.f_cpu_only + float(self.f.sum())) - ((total[:, None] - below[:, self.ui]) * ok) @ self.f
             frag = frag + self.fgd_weight * fgd
         if self.balance and self.cpu_per_milli > 0:
-            feedable = cpu / self.cpu_per_milli
-            if self.use_memory and self.mem_per_milli > 0:
-                feedable = np.minimum(feedable, mem / self.mem_per_milli)
-            frag = frag + self.balance * np.maximum(0.0, total - feedable)
+            if self.balance_mode == "sum":
+                frag = frag + self.balance * np.maximum(0.0, total - cpu / self.cpu_per_milli)
+                if self.use_memory and self.mem_per_milli > 0:
+                    frag = frag + self.balance * np.maximum(0.0, total - mem / self.mem_per_milli)
+            else:
+                feedable = cpu / self.cpu_per_milli
+                if self.use_memory and self.mem_per_milli > 0:
+                    feedable = np.minimum(feedable, mem / self.mem_per_milli)
+                frag = frag + self.balance * np.maximum(0.0, total - feedable)
         return frag
 
     def shape_frag(self, sids: NDArray[np.int64]) -> F64:
@@ -148,6 +155,7 @@ class SeedancePacker(PlacementPolicy):
         self.fgd_weight = float(opts.get("fgd_weight", 0.0))  # type: ignore[arg-type]
         self.gpu_weight = float(opts.get("gpu_weight", 0.0))  # type: ignore[arg-type]
         self.balance = float(opts.get("balance", 0.0))  # type: ignore[arg-type]
+        self.balance_mode = str(opts.get("balance_mode", "min"))
         self.scale = float(opts.get("scale", 1000.0))  # type: ignore[arg-type]
         self.score_mode = str(opts.get("score", "sigmoid"))
         self.mix = OnlineMix(coverage=float(opts.get("coverage", 1.0)))  # type: ignore[arg-type]
@@ -171,6 +179,7 @@ class SeedancePacker(PlacementPolicy):
                 fgd_weight=self.fgd_weight,
                 gpu_weight=self.gpu_weight,
                 balance=self.balance,
+                balance_mode=self.balance_mode,
             )
             self._cache = {}
         return self._model
@@ -203,13 +212,17 @@ class SeedancePacker(PlacementPolicy):
         md, c, me, f = model[sids], cpu[sids] - req.cpu_milli, mem[sids] - req.memory_mib, free[sids]
         before = m.shape_frag(sids)
         if req.is_sharing:
-            s, g = f.shape
-            after_free = np.repeat(f[:, None, :], g, axis=1)
-            idx = np.arange(g)
-            after_free[:, idx, idx] -= req.gpu_milli
-            after = m.frag(np.repeat(md, g), np.repeat(c, g), np.repeat(me, g), after_free.reshape(s * g, g))
-            d = before[:, None] - after.reshape(s, g)
-            return np.where(f >= req.gpu_milli, d, -np.inf).max(axis=1)
+            # candidates: one GPU per distinct free value that fits (free is sorted descending, so
+            # GPUs with equal free milli give the same after-state)
+            fits = f >= req.gpu_milli
+            fits[:, 1:] &= f[:, 1:] != f[:, :-1]
+            rows, cols = np.nonzero(fits)
+            after_free = f[rows].copy()
+            after_free[np.arange(rows.size), cols] -= req.gpu_milli
+            after = m.frag(md[rows], c[rows], me[rows], after_free)
+            best = np.full(len(sids), -np.inf)
+            np.maximum.at(best, rows, before[rows] - after)
+            return best
         after_free = f.copy()
         if req.num_gpu:
             after_free[:, : req.num_gpu] -= MILLI_PER_GPU
@@ -220,10 +233,15 @@ class SeedancePacker(PlacementPolicy):
         if self.score_mode == "float":
             return np.round(d).astype(np.int64)
         primary = np.trunc(100.0 / (1.0 + np.exp(-d / self.scale))).astype(np.int64)
-        if self.score_mode == "sigmoid+gap" and req.is_sharing:
+        if self.score_mode in ("sigmoid+gap", "sigmoid+fit") and req.is_sharing:
             rows = view.gpu_free[nodes]
             gap = np.where(rows >= req.gpu_milli, rows - req.gpu_milli, 10**6).min(axis=1)
             return primary * 10**7 - gap
+        if self.score_mode == "sigmoid+fit" and req.num_gpu:
+            return primary * 10**7 - view.n_full[nodes].astype(np.int64)
+        if self.score_mode == "sigmoid+fit":
+            surplus = view.cpu_free[nodes] - req.cpu_milli - view.gpu_free_total[nodes] * 12
+            return primary * 10**9 + np.clip(surplus, -(10**8), 10**8).astype(np.int64)
         if self.score_mode == "sigmoid+cpu":
             surplus = view.cpu_free[nodes] - req.cpu_milli - 12.0 * (view.gpu_free_total[nodes] - req.total_gpu_milli)
             return primary * 10**9 + np.clip(surplus, -(10**8), 10**8).astype(np.int64)
