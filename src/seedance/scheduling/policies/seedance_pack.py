@@ -152,12 +152,14 @@ class SeedancePacker(PlacementPolicy):
         super().__init__(ctx)
         opts = ctx.options
         self.use_memory = bool(opts.get("memory", True))
-        self.fgd_weight = float(opts.get("fgd_weight", 0.0))  # type: ignore[arg-type]
+        self.fgd_weight = float(opts.get("fgd_weight", 1.0))  # type: ignore[arg-type]
         self.gpu_weight = float(opts.get("gpu_weight", 0.0))  # type: ignore[arg-type]
-        self.balance = float(opts.get("balance", 0.0))  # type: ignore[arg-type]
+        self.balance = float(opts.get("balance", 2.0))  # type: ignore[arg-type]
         self.balance_mode = str(opts.get("balance_mode", "min"))
-        self.scale = float(opts.get("scale", 1000.0))  # type: ignore[arg-type]
-        self.score_mode = str(opts.get("score", "sigmoid"))
+        self.scale = float(opts.get("scale", 3000.0))  # type: ignore[arg-type]
+        self.score_mode = str(opts.get("score", "sigmoid+fit"))
+        if self.score_mode not in ("sigmoid+fit", "sigmoid", "float"):
+            raise ValueError(f"unknown score mode {self.score_mode!r}; valid: sigmoid+fit, sigmoid, float")
         self.mix = OnlineMix(coverage=float(opts.get("coverage", 1.0)))  # type: ignore[arg-type]
         self._next_refresh = 32
         self._model: CopiesFragModel | None = None
@@ -233,19 +235,20 @@ class SeedancePacker(PlacementPolicy):
         if self.score_mode == "float":
             return np.round(d).astype(np.int64)
         primary = np.trunc(100.0 / (1.0 + np.exp(-d / self.scale))).astype(np.int64)
-        if self.score_mode in ("sigmoid+gap", "sigmoid+fit") and req.is_sharing:
+        if self.score_mode == "sigmoid":
+            return primary
+        # "sigmoid+fit": among nodes with equal integer score, pack. A share takes the tightest
+        # gap, whole GPUs the node with the fewest idle GPUs, a CPU-only pod the node with the
+        # most CPU to spare beyond what its idle GPUs will need (``cpu_per_milli`` of the mix).
+        if req.is_sharing:
             rows = view.gpu_free[nodes]
             gap = np.where(rows >= req.gpu_milli, rows - req.gpu_milli, 10**6).min(axis=1)
             return primary * 10**7 - gap
-        if self.score_mode == "sigmoid+fit" and req.num_gpu:
+        if req.num_gpu:
             return primary * 10**7 - view.n_full[nodes].astype(np.int64)
-        if self.score_mode == "sigmoid+fit":
-            surplus = view.cpu_free[nodes] - req.cpu_milli - view.gpu_free_total[nodes] * 12
-            return primary * 10**9 + np.clip(surplus, -(10**8), 10**8).astype(np.int64)
-        if self.score_mode == "sigmoid+cpu":
-            surplus = view.cpu_free[nodes] - req.cpu_milli - 12.0 * (view.gpu_free_total[nodes] - req.total_gpu_milli)
-            return primary * 10**9 + np.clip(surplus, -(10**8), 10**8).astype(np.int64)
-        return primary
+        rho = self.model(view).cpu_per_milli
+        surplus = view.cpu_free[nodes] - req.cpu_milli - view.gpu_free_total[nodes] * rho
+        return primary * 10**9 + np.clip(surplus, -(10**8), 10**8).astype(np.int64)
 
     def select_gpus(self, view: ClusterState, req: ResourceRequest, node: int) -> tuple[int, ...]:
         if not req.is_sharing:

@@ -1,0 +1,105 @@
+"""The ``seedance`` packer: online learning only, CPU/memory awareness, packing tie-breaks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from tests.conftest import make_cluster, occupy
+
+from seedance.core.cluster import ClusterState
+from seedance.core.resources import ResourceRequest
+from seedance.scheduling import PolicyContext, Scheduler, make_policy
+from seedance.scheduling.online import OnlineMix
+
+
+def packer(**options: object) -> Scheduler:
+    return Scheduler(make_policy("seedance", PolicyContext(options=dict(options))))
+
+
+def teach(sched: Scheduler, reqs: list[ResourceRequest], times: int = 1) -> None:
+    for _ in range(times):
+        for r in reqs:
+            sched.policy.observe(r)
+
+
+def test_online_mix_counts_only_what_it_saw() -> None:
+    mix = OnlineMix()
+    assert len(mix.snapshot()) == 0
+    for r in [ResourceRequest(4000, 1000, 1, 500)] * 3 + [ResourceRequest(8000, 3000, 1, 1000)]:
+        mix.observe(r)
+    snap = mix.snapshot()
+    assert snap.seen == 4 and snap.freq.tolist() == [0.75, 0.25]
+    assert snap.milli.tolist() == [500, 1000] and snap.mem.tolist() == [1000.0, 3000.0]
+
+
+def test_cpu_only_pod_goes_where_it_strands_no_gpu() -> None:
+    # n0: 8 GPUs with 96 cores (12 per GPU); n1: 2 GPUs with 104 cores. GPU pods need 10 cores per GPU.
+    st_ = ClusterState(make_cluster([(96000, 1 << 20, 8, "G2"), (104000, 1 << 20, 2, "T4")]))
+    sched = packer()
+    teach(sched, [ResourceRequest(10000, 1024, 1, 1000)], times=20)
+    d = sched.decide(st_, ResourceRequest(40000, 1024), 0)
+    assert d.placement is not None and d.placement.node == 1
+
+
+def test_cpu_heavy_gpu_pod_goes_to_the_cpu_rich_node() -> None:
+    st_ = ClusterState(make_cluster([(96000, 1 << 20, 8, "G2"), (104000, 1 << 20, 2, "T4")]))
+    sched = packer()
+    teach(sched, [ResourceRequest(10000, 1024, 1, 1000)] * 9 + [ResourceRequest(40000, 1024, 1, 1000)], times=5)
+    d = sched.decide(st_, ResourceRequest(40000, 1024, 1, 1000), 0)
+    assert d.placement is not None and (d.placement.node, d.placement.gpus) == (1, (0,))
+
+
+def test_share_fills_the_gap_it_fits_best() -> None:
+    st_ = ClusterState(make_cluster([(64000, 1 << 20, 4, "G2")] * 3))
+    occupy(st_, 0, (1,), 810, cpu=4000)  # n0 GPU1 has a 190 gap
+    occupy(st_, 1, (2,), 530, cpu=4000)  # n1 GPU2 has a 470 gap
+    sched = packer()
+    teach(sched, [ResourceRequest(4000, 1024, 1, m) for m in (810, 470, 470, 160, 1000)], times=10)
+    d = sched.decide(st_, ResourceRequest(4000, 1024, 1, 470), 0)
+    assert d.placement is not None and (d.placement.node, d.placement.gpus) == (1, (2,))
+    d = sched.decide(st_, ResourceRequest(2000, 1024, 1, 160), 1)
+    assert d.placement is not None and (d.placement.node, d.placement.gpus) == (0, (1,))
+
+
+def test_unknown_score_mode_is_refused() -> None:
+    with pytest.raises(ValueError, match="valid: sigmoid\\+fit"):
+        make_policy("seedance", PolicyContext(options={"score": "magic"}))
+
+
+REQ = st.one_of(
+    st.tuples(st.integers(1000, 16000), st.just(1), st.sampled_from([160, 320, 470, 810])),
+    st.tuples(st.integers(1000, 16000), st.sampled_from([1, 2]), st.just(1000)),
+    st.tuples(st.integers(1000, 16000), st.just(0), st.just(0)),
+).map(lambda t: ResourceRequest(t[0], 2048, t[1], t[2]))
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    prefix=st.lists(REQ, min_size=1, max_size=25), tail_a=st.lists(REQ, max_size=10), tail_b=st.lists(REQ, max_size=10)
+)
+def test_decisions_never_depend_on_future_pods(
+    prefix: list[ResourceRequest], tail_a: list[ResourceRequest], tail_b: list[ResourceRequest]
+) -> None:
+    spec = make_cluster([(64000, 1 << 20, 4, "G2")] * 3 + [(104000, 1 << 20, 2, "T4")] * 2)
+
+    def run(reqs: list[ResourceRequest]) -> list[tuple[int, tuple[int, ...]] | None]:
+        state, sched = ClusterState(spec), packer()
+        out: list[tuple[int, tuple[int, ...]] | None] = []
+        for i, r in enumerate(reqs):
+            sched.policy.observe(r)
+            d = sched.decide(state, r, i)
+            if d.placement is not None:
+                state.apply(d.placement)
+                out.append((d.placement.node, d.placement.gpus))
+            else:
+                out.append(None)
+        assert (state.gpu_free >= 0).all() and (state.gpu_free <= 1000).all()
+        return out
+
+    a, b = run(prefix + tail_a), run(prefix + tail_b)
+    assert a[: len(prefix)] == b[: len(prefix)]
+    assert np.array_equal(
+        np.array([x is None for x in a[: len(prefix)]]), np.array([x is None for x in b[: len(prefix)]])
+    )
