@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.conftest import make_cluster
 
 from seedance.core.cluster import ClusterState
 from seedance.core.decision import Decision, Outcome
@@ -16,6 +15,7 @@ from seedance.core.resources import ResourceRequest, SliceBackend
 from seedance.scheduling.framework import PolicyContext, Scheduler, make_policy
 from seedance.slicing.mig import Instance, is_legal, layout_mask, mig_gpu
 from seedance.slicing.placement import MigLedger, SliceScheduler, parse_mig_map
+from tests.conftest import make_cluster
 
 G2 = {"G2": "A100-80GB"}
 
