@@ -29,6 +29,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "seedance.cli.serve",
     "seedance.cli.config",
     "seedance.cli.jobs",  # after explain: adds ``explain job`` to that group
+    "seedance.cli.logs",
 )
 
 EXIT_BAD_INPUT = 2

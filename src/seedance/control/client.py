@@ -57,6 +57,10 @@ class ControlClient(ABC):
     def list_nodes(self, cluster: str) -> list[dict[str, Any]]:
         """Nodes of a cluster with their allocation."""
 
+    def logs(self, ref: str, *, tail_bytes: int | None = None) -> dict[str, Any]:
+        """The job's captured output (``JobLogs``)."""
+        raise ClientError("this client cannot read logs", 501)
+
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release connections."""
 
@@ -183,6 +187,10 @@ class RemoteClient(ControlClient):
     def list_nodes(self, cluster: str) -> list[dict[str, Any]]:
         return list(self._call("GET", f"/api/v1/clusters/{cluster}/nodes"))
 
+    def logs(self, ref: str, *, tail_bytes: int | None = None) -> dict[str, Any]:
+        params = {"tail_bytes": tail_bytes} if tail_bytes is not None else {}
+        return dict(self._call("GET", f"/api/v1/jobs/{self._job_id(ref)}/logs", params=params))
+
     def close(self) -> None:
         self._http.close()
 
@@ -296,8 +304,10 @@ class LocalClient(ControlClient):
 
         with self.service.db.write() as s:
             job = jobs.find_job(session=s, principal=self.principal, ref=ref)
-            job, _ = jobs.cancel_job(session=s, principal=self.principal, job_id=job.id)
+            job, handle = jobs.cancel_job(session=s, principal=self.principal, job_id=job.id)
             jid = job.id
+        if handle is not None:  # as the API does: stop the run on the backend
+            self.service.dispatcher.cancel(handle)
         self._schedule()
         return self.get_job(str(jid))
 
@@ -308,6 +318,19 @@ class LocalClient(ControlClient):
             c, nodes = clusters.list_nodes(session=s, cluster_name=cluster)
             alloc = clusters.allocations(session=s, cluster_id=c.id, nodes=nodes)
             return [clusters.to_node_read(cluster, n, alloc.get(n.name)).model_dump(mode="json") for n in nodes]
+
+    def logs(self, ref: str, *, tail_bytes: int | None = None) -> dict[str, Any]:
+        from seedance.control.dispatch import read_logs
+        from seedance.control.schemas import JobLogs
+        from seedance.control.services import jobs
+        from seedance.core.lifecycle import JobStatus
+
+        with self.service.db.read() as s:
+            job = jobs.find_job(session=s, principal=self.principal, ref=ref)
+            jid, name, status = job.id, job.name, JobStatus(job.status)
+        text, note = read_logs(self.service.dispatcher, jid, tail_bytes=tail_bytes)
+        return JobLogs(job_id=jid, name=name, status=status, backend=self.service.dispatcher.name,
+                       available=text is not None, text=text or "", note=note).model_dump(mode="json")
 
     def close(self) -> None:
         self.service.close()

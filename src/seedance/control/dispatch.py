@@ -7,6 +7,13 @@ dispatcher. A backend plugs in by subclassing :class:`Dispatcher` and registerin
 Contract (the loop relies on it to be restart-safe): ``dispatch`` may be called again for a job
 it already started (the process died between dispatch and recording the handle); it must then
 return the same handle and not start a second copy. Handles are opaque strings stored on the job.
+A job whose run the backend lost (its node died, it was evicted) is reported ``PREEMPTED``: the
+loop re-queues it, and a later ``dispatch`` of the same job id starts a new run. Optional hooks
+(``reason``, ``node_health``, ``logs``) have defaults, so a backend overrides only what it knows.
+
+Backends living in their own packages (``seedance.backends``) are imported at the end of this
+module, so their names are registered wherever the registry is used; they import their heavy
+client libraries (e.g. ``ray``) only when a dispatcher is built.
 """
 
 from __future__ import annotations
@@ -27,6 +34,8 @@ class BackendStatus(StrEnum):
     RUNNING = "running"
     SUCCEEDED = "succeeded"
     FAILED = "failed"
+    CANCELLED = "cancelled"  # stopped on the backend's side (not by a cancel from the control plane)
+    PREEMPTED = "preempted"  # the backend lost the run (node died, evicted): re-queue the job
     UNKNOWN = "unknown"  # the backend does not know the handle (yet, or any more)
 
 
@@ -48,6 +57,7 @@ class DispatchRequest:
     memory_mib: int
     duration_hours: float | None
     labels: Mapping[str, str] = field(default_factory=dict)
+    node_labels: Mapping[str, str] = field(default_factory=dict)
 
 
 class Dispatcher(ABC):
@@ -69,6 +79,18 @@ class Dispatcher(ABC):
     @abstractmethod
     def poll(self, handles: Sequence[str]) -> dict[str, BackendStatus]:
         """Called once per loop cycle with the handles of running jobs; returns their status."""
+
+    def reason(self, handle: str) -> str | None:
+        """Why the job of ``handle`` ended as last polled (e.g. the error), if the backend knows."""
+        return None
+
+    def node_health(self) -> Mapping[str, bool]:
+        """Node name -> alive, for the nodes the backend knows; the loop marks dead ones down."""
+        return {}
+
+    def logs(self, job_id: int, *, tail_bytes: int | None = None) -> str | None:
+        """The job's captured output (every run of it), the last ``tail_bytes``; ``None``: none kept."""
+        return None
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Called once when the service stops."""
@@ -136,3 +158,18 @@ class TimerDispatcher(Dispatcher):
 def make_dispatcher(name: str, **options: Any) -> Dispatcher:
     """Build the dispatcher registered as ``name`` with ``options``."""
     return DISPATCHERS.get(name)(**options)
+
+
+def read_logs(dispatcher: Dispatcher, job_id: int, *, tail_bytes: int | None = None) -> tuple[str | None, str]:
+    """``(log or None, why none)`` of a job; a backend that cannot answer is said so, never raised."""
+    try:
+        text = dispatcher.logs(job_id, tail_bytes=tail_bytes)
+    except Exception as exc:  # the backend is down or unreachable: the API still answers
+        return None, f"backend {dispatcher.name} did not answer: {type(exc).__name__}: {exc}"[:500]
+    if text is None:
+        return None, f"backend {dispatcher.name} keeps no log of this job"
+    return text, ""
+
+
+# backends in their own packages register on import (the package imports nothing heavy)
+import seedance.backends  # noqa: E402, F401

@@ -484,6 +484,18 @@ class DashboardData(BaseModel):
     generated_at: dt.datetime
 
 
+class JobLogs(BaseModel):
+    """A job's captured output, as its backend keeps it (every run of the job, one after the other)."""
+
+    job_id: int
+    name: str
+    status: JobStatus
+    backend: str = Field(description="The dispatcher that ran the job.")
+    available: bool = Field(description="False when the backend keeps no logs or has none for this job yet.")
+    text: str = Field(description="The log (its last tail_bytes when asked).")
+    note: str = Field(default="", description="Why no log is available, when it is not.")
+
+
 class Health(BaseModel):
     """Liveness and the store's state."""
 

@@ -14,7 +14,9 @@ NOTE(seedance): one cycle over one cluster, the invariant it keeps.
      versions (a job cancelled meanwhile is skipped), then write statuses, placements,
      ``cost_score`` at bind, the decisions with their explanations, and the events.
   5. Dispatch the bound jobs not yet dispatched (also those left over by a crash) and poll the
-     running ones; finished jobs give their resources back (cv moves).
+     running ones; finished jobs give their resources back (cv moves). A run the backend lost
+     (``PREEMPTED``: its node died) is re-queued (running -> preempted -> pending), and a node the
+     backend reports dead goes down (v moves), in the same transaction, so it is never re-placed there.
   No two schedulers can bind the same free GPU (step 4's compare-and-swap on v), a job is never
   bound and cancelled at once (versions), and a crash at any point leaves the store consistent.
 """
@@ -41,7 +43,7 @@ from seedance.control.services import policies as policy_svc
 from seedance.core.cluster import ClusterSpec, ClusterState, NodeSpec
 from seedance.core.decision import Decision, Outcome, Placement
 from seedance.core.errors import SeedanceError
-from seedance.core.lifecycle import JOB_TRANSITIONS, JobStatus, NodeStatus, transition
+from seedance.core.lifecycle import JOB_TRANSITIONS, NODE_TRANSITIONS, JobStatus, NodeStatus, transition
 from seedance.core.resources import ResourceRequest
 from seedance.scheduling.framework import DEFAULT_FILTERS, FilterPlugin, PolicyContext, Scheduler, make_policy
 from seedance.scheduling.queueing import QUEUE_ORDERS, QueueItem, QueueOrder
@@ -466,9 +468,11 @@ class SchedulingLoop:
             ).all()
             if not jobs:
                 return 0
-            models = dict(s.execute(
-                select(Node.name, Node.gpu_model).where(Node.cluster_id == cluster_id)
-            ).all())
+            node_rows = s.execute(
+                select(Node.name, Node.gpu_model, Node.labels).where(Node.cluster_id == cluster_id)
+            ).all()
+            models = {n: m for n, m, _ in node_rows}
+            node_labels = {n: {str(k): str(x) for k, x in (lb or {}).items()} for n, _, lb in node_rows}
         started: list[dict[str, Any]] = []
         transition(JobStatus.BOUND, JobStatus.RUNNING, JOB_TRANSITIONS)
         for jid, tenant_id, name, kind, tier, node, gpus, milli, cpu, mem, hours, labels, version in jobs:
@@ -476,7 +480,7 @@ class SchedulingLoop:
                 job_id=jid, tenant_id=tenant_id, name=name, kind=kind, tier=tier, cluster=cluster_name,
                 node=node or "", gpu_model=models.get(node or ""), gpu_indices=tuple(gpus), gpu_milli=milli,
                 cpu_milli=cpu, memory_mib=mem, duration_hours=hours,
-                labels={str(k): str(x) for k, x in labels.items()},
+                labels={str(k): str(x) for k, x in labels.items()}, node_labels=node_labels.get(node or "", {}),
             ))
             started.append({"r_id": jid, "r_version": version, "r_handle": handle[:200], "tenant_id": tenant_id})
         now = utcnow()
@@ -502,25 +506,36 @@ class SchedulingLoop:
         assert self.dispatcher is not None
         with self.db.read() as s:
             running = s.execute(
-                select(Job.id, Job.version, Job.dispatch_handle, Job.tenant_id, Job.cluster_id)
+                select(Job.id, Job.version, Job.dispatch_handle, Job.tenant_id, Job.cluster_id, Job.node_name)
                 .where(Job.status == JobStatus.RUNNING.value, Job.dispatch_handle.is_not(None))
             ).all()
-        if not running:
-            return 0
-        status = self.dispatcher.poll([str(r[2]) for r in running])
-        finished = (BackendStatus.SUCCEEDED, BackendStatus.FAILED)
-        done = [(r, status[str(r[2])]) for r in running if status.get(str(r[2]), BackendStatus.UNKNOWN) in finished]
-        if not done:
+        status = self.dispatcher.poll([str(r[2]) for r in running]) if running else {}
+        health = self.dispatcher.node_health()  # after poll: a node death seen there is reported here
+        dead = sorted(name for name, alive in health.items() if not alive)
+        if dead:  # only those not marked down yet (a read; the write below re-checks)
+            with self.db.read() as s:
+                dead = list(s.scalars(select(Node.name).where(
+                    Node.name.in_(dead), Node.status != NodeStatus.DOWN.value).distinct()))
+        ended = (BackendStatus.SUCCEEDED, BackendStatus.FAILED, BackendStatus.CANCELLED, BackendStatus.PREEMPTED)
+        done = [(r, status[str(r[2])]) for r in running if status.get(str(r[2]), BackendStatus.UNKNOWN) in ended]
+        if not done and not dead:
             return 0
         now = utcnow()
         n = 0
         with self.db.write() as s:
-            for (jid, version, handle, tenant_id, cluster_id), st in done:
-                new = JobStatus.SUCCEEDED if st is BackendStatus.SUCCEEDED else JobStatus.FAILED
+            if dead:
+                self._mark_down(s, dead, now)
+            for (jid, version, handle, tenant_id, cluster_id, node_name), st in done:
+                why = self.dispatcher.reason(str(handle)) or f"backend reported {st.value}"
+                if st is BackendStatus.PREEMPTED:
+                    n += self._requeue(s, jid, version, tenant_id, cluster_id, node_name, str(handle), why, now)
+                    continue
+                new = {BackendStatus.SUCCEEDED: JobStatus.SUCCEEDED, BackendStatus.FAILED: JobStatus.FAILED,
+                       BackendStatus.CANCELLED: JobStatus.CANCELLED}[st]
                 transition(JobStatus.RUNNING, new, JOB_TRANSITIONS)
                 rows = s.execute(
                     update(Job).where(Job.id == jid, Job.version == version, Job.status == JobStatus.RUNNING.value)
-                    .values(status=new.value, status_reason=f"backend reported {st.value}", finished_at=now,
+                    .values(status=new.value, status_reason=why[:2000], finished_at=now,
                             updated_at=now, version=Job.version + 1)
                 ).rowcount  # type: ignore[attr-defined]
                 if rows == 1:
@@ -528,9 +543,56 @@ class SchedulingLoop:
                     cluster_svc.bump(session=s, cluster_id=cluster_id, sched=False, capacity=True)
                     s.execute(insert(EventRecord).values(
                         tenant_id=tenant_id, job_id=jid, cluster_id=cluster_id, kind=f"job.{new.value}",
-                        message=f"{handle}", data={}, created_at=now,
+                        message=f"{handle}" if new is JobStatus.SUCCEEDED else f"{handle}: {why}"[:2000],
+                        data={}, created_at=now,
                     ))
         return n
+
+    @staticmethod
+    def _requeue(
+        s: Session, jid: int, version: int, tenant_id: int, cluster_id: int, node: str | None, handle: str,
+        why: str, now: Any,
+    ) -> int:
+        """The backend lost a running job (its node died): back to pending, to be placed again."""
+        transition(transition(JobStatus.RUNNING, JobStatus.PREEMPTED, JOB_TRANSITIONS), JobStatus.PENDING,
+                   JOB_TRANSITIONS)
+        rows = s.execute(
+            update(Job).where(Job.id == jid, Job.version == version, Job.status == JobStatus.RUNNING.value)
+            .values(status=JobStatus.PENDING.value, status_reason=f"re-queued: {why}"[:2000], node_name=None,
+                    gpu_indices=[], placed_gpu_milli=None, dispatch_handle=None, attempt_capacity_version=-1,
+                    bound_at=None, started_at=None, updated_at=now, version=Job.version + 1)
+        ).rowcount  # type: ignore[attr-defined]
+        if rows != 1:
+            return 0
+        cluster_svc.bump(session=s, cluster_id=cluster_id, sched=False, capacity=True)
+        s.execute(insert(EventRecord), [
+            {"tenant_id": tenant_id, "job_id": jid, "cluster_id": cluster_id, "kind": "job.preempted",
+             "message": f"{handle} on {node}: {why}"[:2000], "data": {"node": node, "handle": handle},
+             "created_at": now},
+            {"tenant_id": tenant_id, "job_id": jid, "cluster_id": cluster_id, "kind": "job.requeued",
+             "message": f"{handle} lost on {node}", "data": {}, "created_at": now},
+        ])
+        return 1
+
+    @staticmethod
+    def _mark_down(s: Session, names: Sequence[str], now: Any) -> None:
+        """Nodes the backend reports dead become ``down`` (no new placements; an operator brings them back)."""
+        rows = s.execute(
+            select(Node.id, Node.cluster_id, Node.name, Node.status, Node.version)
+            .where(Node.name.in_(list(names)), Node.status != NodeStatus.DOWN.value)
+        ).all()
+        for nid, cluster_id, name, status, version in rows:
+            transition(NodeStatus(status), NodeStatus.DOWN, NODE_TRANSITIONS)
+            changed = s.execute(
+                update(Node).where(Node.id == nid, Node.version == version)
+                .values(status=NodeStatus.DOWN.value, version=Node.version + 1)
+            ).rowcount  # type: ignore[attr-defined]
+            if changed == 1:
+                cluster_svc.bump(session=s, cluster_id=cluster_id, sched=True, capacity=False)
+                s.execute(insert(EventRecord).values(
+                    tenant_id=None, job_id=None, cluster_id=cluster_id, kind="node.down",
+                    message=f"node {name}: the backend lost it", data={"was": status}, created_at=now,
+                ))
 
 
 _NOBODY = RunningPods()  # preemption is off in the live loop: no victim candidates

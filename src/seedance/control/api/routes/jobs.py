@@ -8,6 +8,7 @@ from fastapi import APIRouter, Query, Response
 
 from seedance.control.api.deps import BeforeId, IdPath, Limit, PrincipalDep, ServiceDep
 from seedance.control.api.errors import ERROR_RESPONSES
+from seedance.control.dispatch import read_logs
 from seedance.control.schemas import (
     NAME_PATTERN,
     DecisionList,
@@ -17,6 +18,7 @@ from seedance.control.schemas import (
     Explanation,
     JobCreate,
     JobList,
+    JobLogs,
     JobRead,
     Tier,
 )
@@ -97,6 +99,20 @@ def job_events(job_id: IdPath, svc: ServiceDep, me: PrincipalDep, limit: Limit =
         jobs.get_job(session=s, principal=me, job_id=job_id)
         rows = events.list_events(session=s, principal=me, job_id=job_id, limit=limit)
         return EventList(items=[EventRead.model_validate(e) for e in rows], next_before=None)
+
+
+@router.get("/jobs/{job_id}/logs", response_model=JobLogs, tags=["jobs"])
+def job_logs(
+    job_id: IdPath, svc: ServiceDep, me: PrincipalDep,
+    tail_bytes: Annotated[int | None, Query(ge=1, le=16 * 2**20, description="Only the last bytes.")] = None,
+) -> JobLogs:
+    """The job's captured stdout/stderr, from the backend that ran it (``seedancectl logs``)."""
+    with svc.db.read() as s:
+        job = jobs.get_job(session=s, principal=me, job_id=job_id)
+        name, status = job.name, JobStatus(job.status)
+    text, note = read_logs(svc.dispatcher, job_id, tail_bytes=tail_bytes)
+    return JobLogs(job_id=job_id, name=name, status=status, backend=svc.dispatcher.name,
+                   available=text is not None, text=text or "", note=note)
 
 
 @router.get("/jobs/{job_id}/explain", response_model=Explanation, tags=["jobs"])
