@@ -4,10 +4,13 @@ NOTE(seedance): like FGD, each pod goes where it increases the node's expected f
 the least, but (1) the mix is learned from the pods seen so far (``observe``), never given;
 (2) fragmentation counts how many *copies* of each request type the node can still host,
 limited by its GPUs, CPU and memory together, so idle GPU that CPU or memory can no longer feed
-is fragment too; (3) inside the node, a share goes to the GPU that leaves the least fragment,
-then the tightest one. Scores are ``int(100 * sigmoid(Δ / scale))`` so near-equal nodes tie and
-the per-cluster rank consolidates them, as in FGD. Memo tables are keyed on (request, node
-shape) and dropped whenever the learned mix is refreshed.
+is fragment too, and idle GPU beyond what the node's free CPU and memory can feed at the mix's
+average CPU and memory per GPU is counted again (the *balance* term); FGD's single-pod measure
+over the learned mix is added; (3) inside the node, a share goes to the GPU that leaves the least
+fragment, then the tightest one. Scores are ``int(100 * sigmoid(Δ / scale))`` so near-equal nodes
+tie; ties go to the tightest gap for shares, the most spare CPU for CPU-only pods, then the
+per-cluster rank (consolidation, as in FGD). Memo tables are keyed on (request, node shape) and
+dropped whenever the learned mix is refreshed.
 """
 
 from __future__ import annotations
@@ -157,9 +160,9 @@ class SeedancePacker(PlacementPolicy):
         self.balance = float(opts.get("balance", 2.0))  # type: ignore[arg-type]
         self.balance_mode = str(opts.get("balance_mode", "min"))
         self.scale = float(opts.get("scale", 3000.0))  # type: ignore[arg-type]
-        self.score_mode = str(opts.get("score", "sigmoid+fit"))
-        if self.score_mode not in ("sigmoid+fit", "sigmoid", "float"):
-            raise ValueError(f"unknown score mode {self.score_mode!r}; valid: sigmoid+fit, sigmoid, float")
+        self.score_mode = str(opts.get("score", "sigmoid+gap"))
+        if self.score_mode not in ("sigmoid+fit", "sigmoid+gap", "sigmoid", "float"):
+            raise ValueError(f"unknown score mode {self.score_mode!r}; valid: sigmoid+fit, sigmoid+gap, sigmoid, float")
         self.mix = OnlineMix(coverage=float(opts.get("coverage", 1.0)))  # type: ignore[arg-type]
         self._next_refresh = 32
         self._model: CopiesFragModel | None = None
@@ -237,15 +240,20 @@ class SeedancePacker(PlacementPolicy):
         primary = np.trunc(100.0 / (1.0 + np.exp(-d / self.scale))).astype(np.int64)
         if self.score_mode == "sigmoid":
             return primary
-        # "sigmoid+fit": among nodes with equal integer score, pack. A share takes the tightest
-        # gap, whole GPUs the node with the fewest idle GPUs, a CPU-only pod the node with the
-        # most CPU to spare beyond what its idle GPUs will need (``cpu_per_milli`` of the mix).
+
+        # Among nodes with equal integer score: a share takes the tightest gap; a CPU-only pod the
+        # node with the most CPU to spare beyond what its idle GPUs will need (``cpu_per_milli``
+        # of the mix); whole GPUs keep the rank order ("sigmoid+gap", the default), or go to the
+        # node with the fewest idle GPUs ("sigmoid+fit": better on unconstrained traces, worse
+        # where GPU-type constraints make some models scarce).
         if req.is_sharing:
             rows = view.gpu_free[nodes]
             gap = np.where(rows >= req.gpu_milli, rows - req.gpu_milli, 10**6).min(axis=1)
             return primary * 10**7 - gap
-        if req.num_gpu:
+        if req.num_gpu and self.score_mode == "sigmoid+fit":
             return primary * 10**7 - view.n_full[nodes].astype(np.int64)
+        if req.num_gpu:
+            return primary
         rho = self.model(view).cpu_per_milli
         surplus = view.cpu_free[nodes] - req.cpu_milli - view.gpu_free_total[nodes] * rho
         return primary * 10**9 + np.clip(surplus, -(10**8), 10**8).astype(np.int64)
