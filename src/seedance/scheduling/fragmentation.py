@@ -19,6 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from seedance.core.cluster import ClusterState
+from seedance.scheduling.memo import ShapeMemo
 from seedance.scheduling.tasktypes import TaskTypes
 
 F64 = NDArray[np.float64]
@@ -51,7 +52,7 @@ class FragModel:
             for i, m in enumerate(models):
                 acc[i + 1, j] = (not allowed) or (m in allowed)
         self.access = acc
-        self._by_shape: F64 = np.full(64, np.nan)
+        self._by_shape = ShapeMemo()
 
     def frag(self, cpu: NDArray[np.int64], free: NDArray[np.int32], model: NDArray[np.int16]) -> F64:
         """Fragmentation (milli-GPU) of states given as arrays ``(S,)``, ``(S, G)``, ``(S,)``."""
@@ -62,30 +63,19 @@ class FragModel:
         ge = free[:, :, None] >= self.thresholds[None, None, :]  # S, G, U
         cnt = ge.sum(axis=1)  # S, U
         below = np.where(ge, 0, free[:, :, None]).sum(axis=1)  # S, U: idle on GPUs too small
-        ok = (
-            (cnt[:, self.u_idx] >= self.k_t)
-            & (cpu[:, None] >= self.cpu_t)
-            & self.access[model.astype(np.intp) + 1]
-        )
+        ok = (cnt[:, self.u_idx] >= self.k_t) & (cpu[:, None] >= self.cpu_t) & self.access[model.astype(np.intp) + 1]
         usable = (total[:, None] - below[:, self.u_idx]) * ok  # S, T
         return total * self.f_total - usable @ self.f_gpu
 
     def shape_frag(self, shape_ids: NDArray[np.int64]) -> F64:
         """Fragmentation of the given shape ids of the bound state (memoised)."""
         state = self.state
-        n = state.n_shapes
-        if n > len(self._by_shape):
-            grown = np.full(max(n, 2 * len(self._by_shape)), np.nan)
-            grown[: len(self._by_shape)] = self._by_shape
-            self._by_shape = grown
-        vals = self._by_shape[shape_ids]
-        missing = np.isnan(vals)
-        if missing.any():
-            todo = np.unique(shape_ids[missing])
+
+        def compute(todo: NDArray[np.int64]) -> F64:
             model, cpu, free = state.shapes()
-            self._by_shape[todo] = self.frag(cpu[todo], free[todo], model[todo])
-            vals = self._by_shape[shape_ids]
-        return vals
+            return self.frag(cpu[todo], free[todo], model[todo])
+
+        return self._by_shape.lookup(shape_ids, state.n_shapes, compute)  # type: ignore[return-value]
 
     def node_frag(self) -> F64:
         """Fragmentation of every node of the bound state."""

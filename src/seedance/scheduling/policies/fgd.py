@@ -24,6 +24,7 @@ from seedance.scheduling.framework import (
     Scores,
     best_fit_gpus,
 )
+from seedance.scheduling.memo import ShapeMemo
 from seedance.scheduling.tasktypes import TaskTypes
 
 ScoreKey = tuple[int, int, int]
@@ -43,28 +44,17 @@ class FragmentationScorer:
 
     def __init__(self, model: FragModel) -> None:
         self.model = model
-        self._cache: dict[ScoreKey, NDArray[np.int16]] = {}
+        self._cache: dict[ScoreKey, ShapeMemo] = {}
 
     def node_scores(self, req: ResourceRequest, nodes: Nodes) -> Scores:
         """Integer score of each node in ``nodes`` for ``req`` (memoised per node shape)."""
         state = self.model.state
         key = (req.cpu_milli, req.num_gpu, req.gpu_milli)
-        cache = self._cache.get(key)
-        n = state.n_shapes
-        if cache is None or len(cache) < n:
-            grown = np.full(max(n, 64 if cache is None else 2 * len(cache)), -1, dtype=np.int16)
-            if cache is not None:
-                grown[: len(cache)] = cache
-            cache = grown
-            self._cache[key] = cache
+        memo = self._cache.get(key)
+        if memo is None:
+            memo = self._cache[key] = ShapeMemo(np.int16, -1)
         sids = state.shape_id[nodes]
-        out = cache[sids]
-        missing = out < 0
-        if missing.any():
-            todo = np.unique(sids[missing])
-            cache[todo] = self._score_shapes(req, todo)
-            out = cache[sids]
-        return out.astype(np.int64)
+        return memo.lookup(sids, state.n_shapes, lambda todo: self._score_shapes(req, todo)).astype(np.int64)
 
     def _score_shapes(self, req: ResourceRequest, sids: NDArray[np.int64]) -> NDArray[np.int64]:
         model, cpu, free = self.model.state.shapes()

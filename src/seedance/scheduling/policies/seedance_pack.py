@@ -30,6 +30,7 @@ from seedance.scheduling.framework import (
     Scores,
     best_fit_gpus,
 )
+from seedance.scheduling.memo import ShapeMemo
 from seedance.scheduling.online import Mix, OnlineMix
 
 F64 = NDArray[np.float64]
@@ -84,7 +85,7 @@ class CopiesFragModel:
             for i, m in enumerate(state.models):
                 acc[i + 1, j] = (not allowed) or (m in allowed)
         self.access = acc
-        self._memo: F64 = np.full(64, np.nan)
+        self._memo = ShapeMemo()
 
     def frag(
         self, model: NDArray[np.int16], cpu: NDArray[np.int64], mem: NDArray[np.int64], free: NDArray[np.int32]
@@ -128,20 +129,13 @@ class CopiesFragModel:
 
     def shape_frag(self, sids: NDArray[np.int64]) -> F64:
         """Memoised fragment of shape ids of the bound state."""
-        n = self.state.n_shapes
-        if n > len(self._memo):
-            grown = np.full(max(n, 2 * len(self._memo)), np.nan)
-            grown[: len(self._memo)] = self._memo
-            self._memo = grown
-        vals = self._memo[sids]
-        missing = np.isnan(vals)
-        if missing.any():
-            todo = np.unique(sids[missing])
-            model, cpu, free = self.state.shapes()
-            mem = self.state.shape_mem()
-            self._memo[todo] = self.frag(model[todo], cpu[todo], mem[todo], free[todo])
-            vals = self._memo[sids]
-        return vals
+        state = self.state
+
+        def compute(todo: NDArray[np.int64]) -> F64:
+            model, cpu, free = state.shapes()
+            return self.frag(model[todo], cpu[todo], state.shape_mem()[todo], free[todo])
+
+        return self._memo.lookup(sids, state.n_shapes, compute)  # type: ignore[return-value]
 
 
 @PLACEMENT_POLICIES.register("seedance")
@@ -166,7 +160,7 @@ class SeedancePacker(PlacementPolicy):
         self.mix = OnlineMix(coverage=float(opts.get("coverage", 1.0)))  # type: ignore[arg-type]
         self._next_refresh = 32
         self._model: CopiesFragModel | None = None
-        self._cache: dict[ReqKey, F64] = {}
+        self._cache: dict[ReqKey, ShapeMemo] = {}
 
     def observe(self, req: ResourceRequest) -> None:
         self.mix.observe(req)
@@ -194,22 +188,11 @@ class SeedancePacker(PlacementPolicy):
         """Fragment decrease (milli-GPU) of placing ``req`` on each node (best GPU for a share)."""
         m = self.model(view)
         key = (req.cpu_milli, req.memory_mib, req.num_gpu, req.gpu_milli)
-        n = view.n_shapes
-        cache = self._cache.get(key)
-        if cache is None or len(cache) < n:
-            grown = np.full(max(n, 64 if cache is None else 2 * len(cache)), np.nan)
-            if cache is not None:
-                grown[: len(cache)] = cache
-            cache = grown
-            self._cache[key] = cache
+        memo = self._cache.get(key)
+        if memo is None:
+            memo = self._cache[key] = ShapeMemo()
         sids = view.shape_id[nodes]
-        out = cache[sids]
-        missing = np.isnan(out)
-        if missing.any():
-            todo = np.unique(sids[missing])
-            cache[todo] = self._shape_deltas(m, req, todo)
-            out = cache[sids]
-        return out
+        return memo.lookup(sids, view.n_shapes, lambda todo: self._shape_deltas(m, req, todo))  # type: ignore[return-value]
 
     def _shape_deltas(self, m: CopiesFragModel, req: ResourceRequest, sids: NDArray[np.int64]) -> F64:
         model, cpu, free = m.state.shapes()
