@@ -66,7 +66,7 @@ def register(app: typer.Typer) -> None:
         policy: Annotated[
             str, typer.Option(help="Placement policies, comma-separated registry names.")
         ] = PAPER_POLICIES,
-        seeds: Annotated[str, typer.Option(help="Seeds: a range '42-51' and/or a list '42,43'.")] = "42-51",
+        seeds: Annotated[str, typer.Option(help="Seeds: a range '42-51' and/or a list '42,43'.")] = "42-46",
         mode: Annotated[
             Mode, typer.Option(help="inflation (FGD paper) or replay (arrivals and departures).")
         ] = Mode.inflation,

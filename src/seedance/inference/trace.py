@@ -10,7 +10,6 @@ Every problem raises :class:`~seedance.core.errors.InputError` naming the file, 
 
 from __future__ import annotations
 
-import csv
 import math
 from dataclasses import dataclass
 from datetime import date
@@ -20,6 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from seedance.core.errors import InputError
+from seedance.traces.csvio import csv_records
 
 CONV_TRACE = "azure-llm-inference-2023/AzureLLMInferenceTrace_conv.csv"
 COLUMNS = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
@@ -124,44 +124,15 @@ def load_azure_trace(path: str | Path) -> RequestTrace:
     Raises:
         InputError: Missing file or column, malformed timestamp or count (file, line, field).
     """
-    p = Path(path)
-    src = str(p)
-    try:
-        fh = p.open(newline="", encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise InputError("file not found", source=src) from None
-    except OSError as exc:
-        raise InputError(f"cannot read file: {exc.strerror}", source=src) from None
+    src = str(path)
     times: list[float] = []
     prompts: list[int] = []
     outputs: list[int] = []
     days: dict[str, int] = {}
-    with fh:
-        reader = csv.reader(fh)
-        try:
-            header = [h.strip() for h in next(reader)]
-        except StopIteration:
-            raise InputError("empty file (no header line)", source=src, line=1) from None
-        except (csv.Error, UnicodeDecodeError) as exc:
-            raise InputError(f"not a CSV file: {exc}", source=src, line=1) from None
-        for col in COLUMNS:
-            if col not in header:
-                raise InputError(f"missing column (header has: {', '.join(header)})", source=src, line=1,
-                                 field=col)
-        it, ic, ig = (header.index(c) for c in COLUMNS)
-        width = len(header)
-        try:
-            for row in reader:
-                if not row or (len(row) == 1 and not row[0].strip()):
-                    continue
-                line = reader.line_num
-                if len(row) != width:
-                    raise InputError(f"expected {width} fields, found {len(row)}", source=src, line=line)
-                times.append(_seconds(row[it], days, src, line))
-                prompts.append(_count(row[ic], "ContextTokens", src, line, 1))
-                outputs.append(_count(row[ig], "GeneratedTokens", src, line, 0))
-        except (csv.Error, UnicodeDecodeError) as exc:
-            raise InputError(f"malformed CSV: {exc}", source=src, line=reader.line_num) from None
+    for line, row in csv_records(path, COLUMNS):
+        times.append(_seconds(row["TIMESTAMP"], days, src, line))
+        prompts.append(_count(row["ContextTokens"], "ContextTokens", src, line, 1))
+        outputs.append(_count(row["GeneratedTokens"], "GeneratedTokens", src, line, 0))
     if not times:
         raise InputError("no requests in file", source=src, line=2)
     a = np.asarray(times, dtype=np.float64)

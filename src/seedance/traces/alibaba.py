@@ -11,9 +11,7 @@ the field, and nothing is partially loaded.
 
 from __future__ import annotations
 
-import csv
 import math
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -22,47 +20,12 @@ from seedance.core.catalog import CATALOG, GpuCatalog
 from seedance.core.cluster import ClusterSpec, NodeSpec
 from seedance.core.errors import InputError, UnknownNameError
 from seedance.core.resources import MILLI_PER_GPU
+from seedance.traces.csvio import csv_records
 from seedance.traces.schema import PodTrace
 
 NODE_COLUMNS = ("sn", "cpu_milli", "memory_mib", "gpu", "model")
 POD_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli")
 POD_OPTIONAL = ("gpu_spec", "qos", "pod_phase", "creation_time", "deletion_time", "scheduled_time")
-
-
-def _rows(path: Path, required: tuple[str, ...]) -> Iterator[tuple[int, dict[str, str]]]:
-    src = str(path)
-    try:
-        fh = path.open(newline="", encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError("file not found", source=src) from None
-    except OSError as exc:
-        raise InputError(f"cannot read file: {exc.strerror}", source=src) from None
-    with fh:
-        reader = csv.reader(fh)
-        try:
-            header = next(reader)
-        except StopIteration:
-            raise InputError("empty file (no header line)", source=src, line=1) from None
-        except (csv.Error, UnicodeDecodeError) as exc:
-            raise InputError(f"not a CSV file: {exc}", source=src, line=1) from None
-        header = [h.strip() for h in header]
-        for col in required:
-            if col not in header:
-                raise InputError(
-                    f"missing column (header has: {', '.join(header)})", source=src, line=1, field=col
-                )
-        width = len(header)
-        try:
-            for row in reader:
-                if not row or (len(row) == 1 and not row[0].strip()):
-                    continue
-                if len(row) != width:
-                    raise InputError(
-                        f"expected {width} fields, found {len(row)}", source=src, line=reader.line_num
-                    )
-                yield reader.line_num, dict(zip(header, row, strict=True))
-        except (csv.Error, UnicodeDecodeError) as exc:
-            raise InputError(f"malformed CSV: {exc}", source=src, line=reader.line_num) from None
 
 
 def _int(row: dict[str, str], col: str, src: str, line: int, *, minimum: int = 0) -> int:
@@ -109,7 +72,7 @@ def load_nodes(path: str | Path, *, catalog: GpuCatalog = CATALOG) -> ClusterSpe
     src = str(p)
     nodes: list[NodeSpec] = []
     seen: dict[str, int] = {}
-    for line, row in _rows(p, NODE_COLUMNS):
+    for line, row in csv_records(p, NODE_COLUMNS):
         name = row["sn"].strip()
         if not name:
             raise InputError("empty node name", source=src, line=line, field="sn")
@@ -163,7 +126,7 @@ def load_pods(path: str | Path, *, catalog: GpuCatalog = CATALOG) -> PodTrace:
     times: list[tuple[float, float, float]] = []
     spec_types: dict[str, tuple[str, ...]] = {"": ()}
     seen: dict[str, int] = {}
-    for line, row in _rows(p, POD_COLUMNS):
+    for line, row in csv_records(p, POD_COLUMNS):
         name = row["name"].strip()
         if not name:
             raise InputError("empty pod name", source=src, line=line, field="name")
