@@ -10,9 +10,13 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from seedance.sim.inflation import InflationRun, run_inflation
 from seedance.traces.alibaba import load_nodes, load_pods
+
+S = TypeVar("S")
+R = TypeVar("R")
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,15 +47,22 @@ def execute(run: RunSpec) -> InflationRun:
 
 
 def sweep(
-    runs: Sequence[RunSpec], *, workers: int = 1, progress: Callable[[InflationRun], None] | None = None
-) -> list[InflationRun]:
-    """Execute ``runs``; results come back in the order of ``runs``."""
-    results: list[InflationRun | None] = [None] * len(runs)
+    runs: Sequence[S],
+    *,
+    workers: int = 1,
+    progress: Callable[[R], None] | None = None,
+    execute: Callable[[S], R] = execute,  # type: ignore[assignment]
+) -> list[R]:
+    """Execute ``runs`` with ``execute`` (a module-level function, so workers can pickle it).
+
+    Results come back in the order of ``runs``, whatever the number of workers.
+    """
+    results: list[R | None] = [None] * len(runs)
     if workers <= 1:
         for i, r in enumerate(runs):
-            results[i] = execute(r)
+            results[i] = res = execute(r)
             if progress:
-                progress(results[i])  # type: ignore[arg-type]
+                progress(res)
     else:
         with ProcessPoolExecutor(max_workers=workers) as pool:
             futs = {pool.submit(execute, r): i for i, r in enumerate(runs)}

@@ -178,7 +178,7 @@ def run_inflation(
     at100 = alloc[100] if top >= 100 else None
     return InflationRun(
         policy=policy,
-        trace=trace_name or _stem(trace.source),
+        trace=trace_name or trace_stem(trace.source),
         seed=seed,
         arrived_pct=cols,
         alloc_pct=alloc,
@@ -192,7 +192,8 @@ def run_inflation(
     )
 
 
-def _stem(source: str) -> str:
+def trace_stem(source: str) -> str:
+    """Short trace name of a pod-list path (``openb_pod_list_default.csv`` → ``default``)."""
     name = source.replace("\\", "/").rsplit("/", 1)[-1]
     name = name.removesuffix(".csv")
     return name.removeprefix("openb_pod_list_")

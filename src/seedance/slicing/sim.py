@@ -22,7 +22,6 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,7 +35,8 @@ from seedance.scheduling.fragmentation import FragModel
 from seedance.scheduling.framework import PolicyContext, make_policy
 from seedance.scheduling.tasktypes import TaskTypes
 from seedance.sim.engine import EventLoop
-from seedance.sim.inflation import InflationRun, build_stream, sort_by_name
+from seedance.sim.experiment import sweep
+from seedance.sim.inflation import InflationRun, build_stream, sort_by_name, trace_stem
 from seedance.sim.metrics import bucket_by_arrival
 from seedance.slicing.placement import DEFAULT_MIG_MAP, MigLedger, SliceScheduler
 from seedance.traces.schema import PodTrace
@@ -176,7 +176,7 @@ def run_sliced_inflation(
     b100 = booked[100] if top >= 100 else None
     run = InflationRun(
         policy=policy,
-        trace=trace_name or _stem(trace.source),
+        trace=trace_name or trace_stem(trace.source),
         seed=seed,
         arrived_pct=cols,
         alloc_pct=alloc,
@@ -199,11 +199,6 @@ def run_sliced_inflation(
         shares_on_mig=c["shares_mig"],
         booked_waste_milli=state.used_gpu_milli - c["requested"],
     )
-
-
-def _stem(source: str) -> str:
-    name = source.replace("\\", "/").rsplit("/", 1)[-1].removesuffix(".csv")
-    return name.removeprefix("openb_pod_list_")
 
 
 # ---------------------------------------------------------------------------- sweeps
@@ -247,21 +242,7 @@ def sweep_sliced(
     progress: Callable[[SlicedRun], None] | None = None,
 ) -> list[SlicedRun]:
     """Execute ``runs`` (results in the order of ``runs``, independent of ``workers``)."""
-    results: list[SlicedRun | None] = [None] * len(runs)
-    if workers <= 1:
-        for i, r in enumerate(runs):
-            results[i] = res = execute_sliced(r)
-            if progress:
-                progress(res)
-    else:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            futs = {pool.submit(execute_sliced, r): i for i, r in enumerate(runs)}
-            for fut in as_completed(futs):
-                res = fut.result()
-                results[futs[fut]] = res
-                if progress:
-                    progress(res)
-    return [r for r in results if r is not None]
+    return sweep(runs, workers=workers, progress=progress, execute=execute_sliced)
 
 
 @dataclass(frozen=True, slots=True)
