@@ -24,16 +24,16 @@ POLICY_NAMES = {
 
 @dataclass(frozen=True, slots=True)
 class PaperResults:
-    """Allocation % at each arrived % per (workload, policy, seed)."""
+    """Allocation % at each arrived % per (workload, policy, seed), as the file's text."""
 
-    alloc: dict[tuple[str, str, int], list[float]]
+    alloc: dict[tuple[str, str, int], list[str]]
 
     def unallocated_at(
         self, workload: str, policy: str, column: int = 100, seeds: list[int] | None = None
     ) -> float | None:
         """Mean over seeds of ``100 - alloc[column]`` (``None`` if the paper has no such run)."""
         vals = [
-            100.0 - row[column]
+            100.0 - float(row[column])
             for (w, p, s), row in self.alloc.items()
             if w == workload and p == policy and (seeds is None or s in seeds)
         ]
@@ -51,7 +51,7 @@ def load_paper_results(path: str | Path) -> PaperResults:
         text = Path(path).read_text(encoding="utf-8")
     except OSError:
         raise InputError("cannot open file", source=src) from None
-    alloc: dict[tuple[str, str, int], list[float]] = {}
+    alloc: dict[tuple[str, str, int], list[str]] = {}
     reader = csv.reader(io.StringIO(text, newline=""))
     header = next(reader, None)
     if not header:
@@ -63,10 +63,11 @@ def load_paper_results(path: str | Path) -> PaperResults:
     first = header.index("0")
     for row in reader:
         line = reader.line_num
+        values = row[first:]  # kept as text, converted when read: a table needs one column of 131
         try:
-            values = [float(x) for x in row[first:]]
             seed = int(row[iseed])
-        except ValueError as exc:
+            float(values[100])
+        except (ValueError, IndexError) as exc:
             raise InputError(f"not a number ({exc})", source=src, line=line) from None
         policy = POLICY_NAMES.get(row[ip], row[ip])
         alloc[(row[iw].removeprefix("openb_pod_list_"), policy, seed)] = values
