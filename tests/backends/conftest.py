@@ -59,6 +59,11 @@ def ray_world() -> Iterator[RayWorld]:
 
     t0 = time.perf_counter()
     temp = Path(tempfile.mkdtemp(prefix="sdray-", dir="/tmp"))  # short: Ray's socket paths must fit
+    # ray.cluster_utils writes the head's address to <default temp dir>/ray_current_cluster even when
+    # the nodes use another temp dir; on a fresh machine that folder does not exist yet.
+    default_root = Path(tempfile.gettempdir()) / "ray"
+    made_root = not default_root.exists()
+    default_root.mkdir(exist_ok=True)
     common = {"node_ip_address": "127.0.0.1", "object_store_memory": 80 * 2**20, "num_cpus": 1,
               "num_gpus": GPUS_PER_NODE, "temp_dir": str(temp)}
     names = list(NODES)
@@ -83,6 +88,10 @@ def ray_world() -> Iterator[RayWorld]:
         if cluster is not None:
             cluster.shutdown()
         shutil.rmtree(temp, ignore_errors=True)
+        if made_root:
+            shutil.rmtree(default_root, ignore_errors=True)
+        else:
+            (default_root / "ray_current_cluster").unlink(missing_ok=True)
 
 
 @dataclass
