@@ -349,6 +349,7 @@ def _run_inflation(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from seedance.sim.experiment import RunSpec, sweep
+    from seedance.sim.inflation import InflationRun
     from seedance.sim.summary import summarize
     from seedance.traces.alibaba import load_nodes, load_pods
 
@@ -371,7 +372,7 @@ def _run_inflation(
         transient=True,
     ) as prog:
         task = prog.add_task("simulating", total=len(runs))
-        results = sweep(runs, workers=workers, progress=lambda r: prog.advance(task))
+        results: list[InflationRun] = sweep(runs, workers=workers, progress=lambda r: prog.advance(task))
     bounds: dict[str, float] = {}
     bound_rows: list[dict[str, Any]] = []
     if bound:
