@@ -7,11 +7,13 @@ savings that peak-aware captures, deadline misses, and the forecast error of the
 measured in the same run: ``immediate`` (its cost, CO2 and wall time); every other policy is
 reported as a ratio to it. ``--variant published-day-ahead`` plans with the day-ahead market
 prices as they are published (known up to the end of the next local day from ~13:00), carbon
-still forecast from the past.
+still forecast from the past. ``--forecaster NAME`` plans with another registered forecaster (e.g.
+``profile-ridge-blend``, the previous default) for a before/after comparison.
 
     .venv/bin/python benchmarks/bench_costmodel.py                         # both regions, all 2023
     .venv/bin/python benchmarks/bench_costmodel.py --variant published-day-ahead
-    .venv/bin/python benchmarks/bench_costmodel.py --region DE-LU --start-date 2023-07-01  # held-out half
+    .venv/bin/python benchmarks/bench_costmodel.py --start-date 2023-07-01   # held-out half
+    .venv/bin/python benchmarks/bench_costmodel.py --forecaster profile-ridge-blend
 """
 
 from __future__ import annotations
@@ -40,14 +42,20 @@ def main() -> int:
     ap.add_argument("--config-file", type=Path, default=None, help="Cost policy YAML (default: built-in).")
     ap.add_argument("--variant", choices=("forecast", "published-day-ahead"), default="forecast",
                     help="forecast: past data only (default); published-day-ahead: DAM prices as published.")
+    ap.add_argument("--forecaster", default=None,
+                    help="Forecaster for both signals (default: the policy's, profile-ridge).")
     ap.add_argument("--json", type=Path, default=None, help="Also write the full payload here.")
     args = ap.parse_args()
     regions = args.region or ["US-CAL-CISO", "DE-LU"]
     policy_file = args.config_file
-    if args.variant == "published-day-ahead":
+    if args.variant == "published-day-ahead" or args.forecaster:
         doc = (CostPolicy() if args.config_file is None else CostPolicy.model_validate(
             yaml.safe_load(args.config_file.read_text()))).model_dump(mode="json")
-        doc["spec"]["forecast"]["price_forecaster"] = "published-day-ahead"
+        if args.forecaster:
+            doc["spec"]["forecast"]["forecaster"] = args.forecaster
+            doc["spec"]["forecast"]["options"] = {}
+        if args.variant == "published-day-ahead":
+            doc["spec"]["forecast"]["price_forecaster"] = "published-day-ahead"
         tmp = Path(tempfile.mkdtemp()) / "policy.yaml"
         tmp.write_text(yaml.safe_dump(doc))
         policy_file = tmp
@@ -57,8 +65,8 @@ def main() -> int:
                              capacity_gpus=args.capacity_gpus,
                              progress=lambda m: print(f"  {m}", file=sys.stderr, flush=True))
     wall = time.perf_counter() - t0
-    print(f"variant: {args.variant}; span from {args.start_date}; flexible share {args.flexible_share}; "
-          f"total wall {wall:.1f} s")
+    print(f"variant: {args.variant}; forecaster: {payload['assumptions']['forecaster']}; span from "
+          f"{args.start_date}; flexible share {args.flexible_share}; total wall {wall:.1f} s")
     for reg in payload["regions"]:
         w = reg["workload"]
         print(f"\n== {reg['region']} {reg['start']} .. {reg['end']} ({reg['currency']}); {w['jobs']:,} jobs, "

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from seedance.cli.main import main
 from seedance.core.errors import InputError
@@ -142,3 +143,21 @@ def test_the_first_days_of_the_data_run_without_history(shared_data: Path) -> No
     assert rows["peak-aware"]["info"]["jobs_without_forecast"] > 0
     assert all(r["deadline_misses"] == 0 for r in rows.values())
     assert [s["kind"] for s in out["regions"][0]["forecast_scores"]] == ["price"]  # carbon: too little history
+
+
+def test_profile_ridge_forecasts_capture_more_than_the_old_blend_on_a_held_out_fortnight(
+        shared_data: Path, tmp_path: Path) -> None:
+    from seedance.costmodel.policy import CostPolicy
+
+    doc = CostPolicy().model_dump(mode="json")
+    doc["spec"]["forecast"]["forecaster"] = "profile-ridge-blend"
+    old = tmp_path / "old.yaml"
+    old.write_text(yaml.safe_dump(doc))
+    runs = [{r["policy"]: r for r in run_evaluation(regions=["DE-LU"], start_date="2023-11-01", days=14,
+                                                    policy_file=pf)["results"]} for pf in (None, old)]
+    new, before = runs[0]["peak-aware"], runs[1]["peak-aware"]
+    assert new["deadline_misses"] == before["deadline_misses"] == 0
+    # measured when written: 0.675 (profile-ridge) against 0.554 (profile-ridge-blend) of the optimum's score saving
+    assert new["score_saving_captured"] == pytest.approx(0.675, abs=0.03)
+    assert new["score_saving_captured"] > before["score_saving_captured"] + 0.05
+    assert runs[0]["hindsight-optimal"]["score"] == pytest.approx(runs[1]["hindsight-optimal"]["score"])

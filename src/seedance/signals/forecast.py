@@ -4,19 +4,23 @@ NOTE(seedance): the contract, once.
   A forecast *issued* at hour ``T`` (position in the series) may read only values ``y[:T]``; it
   predicts hours ``T, T+1, ..., T+H-1`` (lead ``k = 1..H``: lead 1 is the hour that starts at the
   issue time). Forecasters compute the point forecasts of many issue hours at once
-  (``point``), each from its own past. Quantiles are added the same way for every forecaster
-  (split-conformal, rolling): the offset of quantile ``q`` at lead ``k`` for an issue at ``T`` is
-  the empirical ``q``-quantile of the errors of forecasts issued in the previous
-  ``calibration_days`` whose targets were already observed at ``T``. With fewer than a day of
-  history a forecast is NaN, and callers treat NaN as "unknown" (the planner then runs jobs now).
+  (``predict``, or ``point`` on bare values), each from its own past. Quantiles are added the
+  same way for every forecaster (split-conformal, rolling): the offset of quantile ``q`` at
+  lead ``k`` for an issue at ``T`` is the empirical ``q``-quantile of the errors of forecasts
+  issued in the previous ``calibration_days`` whose targets were already observed at ``T``. With
+  fewer than a day of history a forecast is NaN, and callers treat NaN as "unknown" (the planner
+  then runs jobs now).
 
 Forecasters are registered by name in :data:`FORECASTERS`:
   * ``seasonal-naive``: the same hour of the last observed day.
-  * ``profile-ridge``: a robust (Huber-weighted) ridge regression per lead on the last observed same
-    hour, the median of the same hour over the last 7 observed days, the same hour a week earlier,
-    the mean of the last 24 hours and the last value; refitted every 24 hours on the previous
-    ``window_days`` days, and averaged with the seasonal-naive forecast (``naive_weight``).
-    Settings were chosen on January-June 2023 only (CAISO and DE-LU).
+  * ``profile-ridge`` (the default): a ridge regression per lead on lags (same hour 1, 2 and 7
+    days back, the 7-day same-hour median, the last value, last-24 h mean/min/max, last-168 h
+    mean) and the local calendar (hour of day, Monday/Saturday/Sunday), fitted on every past
+    row with exponentially decaying weights (half-life 30 days) and refitted every 24 hours;
+    prices through an ``asinh`` transform. Settings were chosen on January-June 2023 only.
+  * ``profile-ridge-blend``: the previous default (a Huber ridge on five profile features over
+    the last 42 days, averaged 50/50 with seasonal naive), kept for comparison.
+  * ``published-day-ahead``: day-ahead market prices as published, a base forecaster beyond.
 """
 
 from __future__ import annotations
@@ -89,6 +93,14 @@ class Forecaster(ABC):
         is too short.
         """
 
+    def predict(self, series: HourlySeries, issues: IntA, horizon: int) -> FloatA:
+        """Point forecasts for issue positions of ``series`` (what :meth:`forecast` calls).
+
+        The default reads the values only (:meth:`point`); forecasters that use the calendar
+        (local hour, weekday) override this to read the series' start and region too.
+        """
+        return self.point(series.values, issues, horizon)
+
     def forecast(self, series: HourlySeries, issues: Sequence[int] | IntA, horizon: int,
                  quantiles: Sequence[float] = DEFAULT_QUANTILES) -> ForecastMatrix:
         """Point and quantile forecasts issued at positions ``issues`` of ``series``.
@@ -110,7 +122,7 @@ class Forecaster(ABC):
             raise InputError("issue hours outside the series", source=series.source)
         lo = max(0, int(want.min()) - cal - horizon)
         all_issues = np.arange(lo, int(want.max()) + 1, dtype=np.int64)
-        pts = self.point(y, all_issues, horizon)
+        pts = self.predict(series, all_issues, horizon)
         err = _errors(y, all_issues, pts)
         bands = np.full((len(want), len(qs), horizon), np.nan)
         # quantile offsets are recomputed once per day of issues (they move slowly)
@@ -189,9 +201,10 @@ class SeasonalNaive(Forecaster):
         return np.where(ok, y[np.maximum(src, 0)], np.nan)
 
 
-@FORECASTERS.register("profile-ridge", aliases=("ridge",))
-class ProfileRidge(Forecaster):
-    """Ridge regression per lead on daily and weekly profile features, refitted daily.
+@FORECASTERS.register("profile-ridge-blend", aliases=("profile-ridge-v1",))
+class ProfileRidgeBlend(Forecaster):
+    """Ridge regression per lead on daily and weekly profile features, refitted daily, averaged
+    with seasonal naive (the default forecaster before :class:`ProfileRidge`; kept for comparison).
 
     Args:
         window_days: Training window (days of issue hours before each refit).
@@ -203,8 +216,8 @@ class ProfileRidge(Forecaster):
         calibration_days: Days of past errors behind the quantiles.
     """
 
-    name = "profile-ridge"
-    summary = "ridge regression per lead on last-day, 7-day-median, last-week, 24 h mean and last value"
+    name = "profile-ridge-blend"
+    summary = "Huber ridge per lead on 5 profile features (42-day window), averaged 50/50 with seasonal naive"
 
     def __init__(self, window_days: int = 42, min_train_days: int = 7, ridge: float = 1e-3,
                  robust_iterations: int = 2, huber: float = 1.5, naive_weight: float = 0.5,
@@ -303,6 +316,216 @@ class ProfileRidge(Forecaster):
         return np.asarray(coef, dtype=np.float64)
 
 
+# Local (market) time of each known region: hour-of-day and weekday effects follow local time.
+REGION_TIMEZONES: dict[str, str] = {
+    "US-CAL-CISO": "America/Los_Angeles",
+    "DE-LU": "Europe/Berlin",
+    "US-TEX-ERCO": "America/Chicago",
+}
+
+
+def local_calendar(start: int, n: int, zone: str) -> tuple[IntA, IntA]:
+    """Local hour of day (0-23) and weekday (0 = Monday) of ``n`` hours from ``start`` (UTC epoch s)."""
+    from zoneinfo import ZoneInfo
+
+    tz = ZoneInfo(zone)
+    t = start + HOUR * np.arange(n, dtype=np.int64)
+    # UTC offsets change at most a few times a year: look them up at each day's first hour and
+    # at every hour of the days where they change
+    off = np.empty(n, dtype=np.int64)
+    memo: dict[int, int] = {}
+
+    def offset(x: int) -> int:
+        if x not in memo:
+            u = datetime.fromtimestamp(x, tz=tz).utcoffset()
+            memo[x] = int(u.total_seconds()) if u is not None else 0
+        return memo[x]
+
+    for i in range(0, n, 24):
+        j = min(i + 24, n)
+        a, b = offset(int(t[i])), offset(int(t[j - 1]))
+        off[i:j] = a if a == b else [offset(int(x)) for x in t[i:j].tolist()]
+    loc = t + off
+    hour = (loc // HOUR) % 24
+    dow = (loc // 86400 + 3) % 7  # 1970-01-01 was a Thursday
+    return hour.astype(np.int64), dow.astype(np.int64)
+
+
+@FORECASTERS.register("profile-ridge", aliases=("ridge", "calendar-ridge"))
+class ProfileRidge(Forecaster):
+    """Ridge regression per lead on lags and the local calendar, with exponential forgetting.
+
+    For an issue at ``T`` and lead ``k`` (target hour ``t = T + k - 1``) the features read
+    ``y[:T]`` only: the same hour on the last observed day, the day before and a week earlier,
+    the 7-day same-hour median, the last value, the mean/min/max of the last 24 hours, the mean
+    of the last 168 hours, the value 24 hours before the last; one-hot local hour of day of the
+    target, whether the target is a Monday, Saturday or Sunday, and whether the "last observed
+    day" lag falls on a Saturday or Sunday. One model per lead: weighted least squares with
+    weight ``0.5 ** (age / halflife_days)`` per row (age in days since its target was observed)
+    and a scale-free ridge penalty ``ridge * diag(XᵀWX)`` (not on the intercept). Refitted every
+    24 hours on every row whose target was observed before the refit; the weighted sums are
+    accumulated day by day, so a year of hourly issues takes seconds. Prices are modelled after
+    ``asinh(y / price_asinh_scale)`` (a variance-stabilising transform that tames price spikes
+    and keeps negative prices) and mapped back; carbon as is (``carbon_asinh_scale`` None).
+    Before ``min_train_days`` of rows the forecast is seasonal naive. Settings were chosen on
+    January-June 2023 only (CAISO and DE-LU), on the planner's captured savings.
+
+    Args:
+        halflife_days: Half-life of a training row's weight (days).
+        ridge: Ridge penalty relative to each feature's weighted second moment.
+        price_asinh_scale: Scale of the asinh transform for price series (currency/MWh); None: none.
+        carbon_asinh_scale: The same for carbon series (g/kWh).
+        min_train_days: Days of training rows needed before the regression is used.
+        timezone: IANA zone of the calendar features (default: the region's, UTC when unknown).
+        calibration_days: Days of past errors behind the quantiles.
+    """
+
+    name = "profile-ridge"
+    summary = "ridge per lead on lags + local hour/weekday, exponential forgetting, daily refits"
+    chunk = 12  # leads fitted together (memory: chunk x hours x features floats)
+
+    def __init__(self, halflife_days: float = 30.0, ridge: float = 1e-3, price_asinh_scale: float | None = 40.0,
+                 carbon_asinh_scale: float | None = None, min_train_days: int = 5, timezone: str | None = None,
+                 calibration_days: int = 28) -> None:
+        super().__init__(calibration_days)
+        for label, v in (("halflife_days", halflife_days), ("price_asinh_scale", price_asinh_scale),
+                         ("carbon_asinh_scale", carbon_asinh_scale)):
+            if v is not None and not v > 0:
+                raise InputError(f"{label} must be > 0, got {v}", source="forecast.options")
+        if ridge < 0 or min_train_days < 1:
+            raise InputError("ridge must be >= 0 and min_train_days >= 1", source="forecast.options")
+        self.halflife_days = halflife_days
+        self.ridge = ridge
+        self.price_asinh_scale = price_asinh_scale
+        self.carbon_asinh_scale = carbon_asinh_scale
+        self.min_train_days = min_train_days
+        self.timezone = timezone
+
+    def point(self, y: FloatA, issues: IntA, horizon: int) -> FloatA:
+        """Forecasts of a bare array: position 0 is taken as midnight UTC, no transform."""
+        return self._predict(y, issues, horizon, 0, "UTC", None)
+
+    def predict(self, series: HourlySeries, issues: IntA, horizon: int) -> FloatA:
+        from seedance.signals.series import PRICE
+
+        zone = self.timezone or REGION_TIMEZONES.get(series.region, "UTC")
+        scale = self.price_asinh_scale if series.kind == PRICE else self.carbon_asinh_scale
+        return self._predict(series.values, issues, horizon, series.start, zone, scale)
+
+    def _predict(self, y_all: FloatA, issues: IntA, horizon: int, start: int, zone: str,
+                 scale: float | None) -> FloatA:
+        issues = np.asarray(issues, dtype=np.int64)
+        out = np.full((len(issues), horizon), np.nan)
+        if not len(issues):
+            return out
+        # nothing at or after the last issue is read: the model is built on y[:max(issues)] only
+        n = int(issues.max())
+        y = np.asarray(y_all[:n], dtype=np.float64)
+        if scale is not None:
+            y = np.arcsinh(y / scale)
+        hour, dow = local_calendar(start, n + horizon, zone)
+        tables = _lag_tables(y)
+        nd = (n + horizon) // 24 + 2
+        k_all = np.arange(1, horizon + 1, dtype=np.int64)
+        lam = 0.5 ** (1.0 / self.halflife_days)
+        for c0 in range(0, horizon, self.chunk):
+            k = k_all[c0:c0 + self.chunk]
+            beta, good = self._fit(y, tables, hour, dow, k, nd, lam)
+            X, naive = self._features(y, tables, hour, dow, issues, k)  # (m, K, P)
+            day = issues // 24
+            pred = np.einsum("mkp,mkp->mk", X, beta[day])
+            pred = np.where(good[day] & np.isfinite(pred), pred, naive)
+            out[:, c0:c0 + len(k)] = pred
+        if scale is not None:
+            out = scale * np.sinh(out)
+        return out
+
+    def _fit(self, y: FloatA, tables: dict[str, FloatA], hour: IntA, dow: IntA, k: IntA, nd: int,
+             lam: float) -> tuple[FloatA, NDArray[np.bool_]]:
+        """Coefficients ``(days, K, P)``: those of day ``d`` use only targets observed before hour ``24 d``."""
+        n = len(y)
+        T = np.arange(n, dtype=np.int64)
+        X, _ = self._features(y, tables, hour, dow, T, k)  # (n, K, P)
+        K, P = X.shape[1], X.shape[2]
+        t = T[:, None] + k[None, :] - 1
+        inside = t < n
+        target = np.where(inside, y[np.minimum(t, n - 1)], np.nan)
+        ok = inside & np.isfinite(target) & np.all(np.isfinite(X), axis=-1)
+        # rows grouped by the day of their target: day d's rows become usable at the refit of day d + 1
+        Xh = np.zeros((K, nd * 24, P))
+        yh = np.zeros((K, nd * 24))
+        for i in range(K):
+            rows = np.flatnonzero(ok[:, i])
+            Xh[i, t[rows, i]] = X[rows, i]
+            yh[i, t[rows, i]] = target[rows, i]
+        Xd = Xh.reshape(K, nd, 24, P)
+        yd = yh.reshape(K, nd, 24)
+        xtx = np.einsum("kdnp,kdnq->dkpq", Xd, Xd)  # (nd, K, P, P)
+        xty = np.einsum("kdnp,kdn->dkp", Xd, yd)
+        rows_per_day = np.zeros((nd, K))
+        for i in range(K):
+            np.add.at(rows_per_day[:, i], t[ok[:, i], i] // 24, 1.0)
+        beta = np.zeros((nd, K, P))
+        good = np.zeros((nd, K), dtype=bool)
+        A = np.zeros((K, P, P))
+        B = np.zeros((K, P))
+        seen = np.zeros(K)
+        eye = np.eye(P)
+        for d in range(nd):
+            fit = seen >= 24 * self.min_train_days
+            if fit.any():
+                pen = self.ridge * np.maximum(np.einsum("kii->ki", A), 1e-12)
+                pen[:, 0] = 0.0  # no penalty on the intercept
+                beta[d] = np.linalg.solve(A + pen[:, :, None] * eye[None], B[..., None])[..., 0]
+                good[d] = fit
+            A = lam * A + xtx[d]
+            B = lam * B + xty[d]
+            seen = seen + rows_per_day[d]
+        return beta, good
+
+    @staticmethod
+    def _features(y: FloatA, tables: dict[str, FloatA], hour: IntA, dow: IntA, issues: IntA,
+                  k: IntA) -> tuple[FloatA, FloatA]:
+        """``(len(issues), len(k), P)`` features and the seasonal-naive forecast (NaN before the data)."""
+        n = len(y)
+        t = issues[:, None] + k[None, :] - 1
+        back = 24 * np.ceil(k / 24).astype(np.int64)[None, :]
+
+        def take(a: FloatA, idx: IntA) -> FloatA:
+            return np.where((idx >= 0) & (idx < n), a[np.clip(idx, 0, n - 1)], np.nan)
+
+        def at_issue(a: FloatA) -> FloatA:
+            return np.broadcast_to(take(a, issues - 1)[:, None], t.shape)
+
+        d1 = take(y, t - back)
+        wk = take(y, t - 168 * np.ceil(k / 168).astype(np.int64)[None, :])
+        cols = [np.ones(t.shape), d1, take(y, t - back - 24), np.where(np.isnan(wk), d1, wk),
+                take(tables["med7"], t - back), at_issue(y), at_issue(tables["mean24"]), at_issue(tables["min24"]),
+                at_issue(tables["max24"]), at_issue(tables["mean168"]), at_issue(tables["prev24"])]
+        h = hour[t]
+        cols += [(h == j).astype(np.float64) for j in range(1, 24)]
+        wd = dow[t]
+        wd1 = dow[np.maximum(t - back, 0)]
+        cols += [(wd == j).astype(np.float64) for j in (0, 5, 6)]
+        cols += [(wd1 == j).astype(np.float64) for j in (5, 6)]
+        return np.stack(cols, axis=-1), d1
+
+
+def _lag_tables(y: FloatA) -> dict[str, FloatA]:
+    """Per position ``p``: statistics of values up to and including ``p`` (read at ``p = T - 1``)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN windows at the start
+        day = _lag_stack(y, list(range(24)))
+        return {
+            "mean24": np.nanmean(day, axis=0), "min24": np.nanmin(day, axis=0), "max24": np.nanmax(day, axis=0),
+            "mean168": np.nanmean(_lag_stack(y, list(range(168))), axis=0),
+            "prev24": _lag_stack(y, [24])[0],
+            "med7": np.nanmedian(_lag_stack(y, [24 * j for j in range(7)]), axis=0),
+        }
+
+
 # When each day-ahead market publishes its prices for the next delivery day (local time), rounded
 # up to the next full hour: CAISO IFM results about 13:00 Pacific; EPEX SPOT DE-LU auction (gate
 # closure 12:00 CET) results from about 12:45; ERCOT DAM results about 13:30 Central.
@@ -344,6 +567,9 @@ class PublishedDayAhead(Forecaster):
 
     def point(self, y: FloatA, issues: IntA, horizon: int) -> FloatA:
         return self.base.point(y, issues, horizon)
+
+    def predict(self, series: HourlySeries, issues: IntA, horizon: int) -> FloatA:
+        return self.base.predict(series, issues, horizon)
 
     def known_until(self, series: HourlySeries, issues: IntA) -> IntA:
         """Per issue, the first position whose price is not yet published."""
