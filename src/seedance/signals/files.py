@@ -23,10 +23,8 @@ file, line and column.
 
 from __future__ import annotations
 
-import csv
 import math
 import re
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -35,6 +33,7 @@ import numpy as np
 
 from seedance.core.errors import InputError
 from seedance.signals.series import CARBON, HOUR, PRICE, HourlySeries, iso
+from seedance.traces.csvio import csv_rows
 
 PRICE_DIR = "electricity-prices"
 CARBON_DIR = "carbon-intensity-electricitymaps"
@@ -105,23 +104,6 @@ def _zone(name: str, source: str) -> ZoneInfo:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError):
         raise InputError(f"unknown IANA timezone {name!r}", source=source) from None
-
-
-def _rows(path: Path) -> Iterator[tuple[int, list[str]]]:
-    src = str(path)
-    try:
-        fh = path.open(newline="", encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise InputError("file not found", source=src) from None
-    except OSError as exc:
-        raise InputError(f"cannot read file: {exc.strerror}", source=src) from None
-    with fh:
-        reader = csv.reader(fh)
-        try:
-            for row in reader:
-                yield reader.line_num, row
-        except (csv.Error, UnicodeDecodeError) as exc:
-            raise InputError(f"malformed CSV: {exc}", source=src, line=reader.line_num) from None
 
 
 def _time_column(header: list[str], src: str) -> int:
@@ -197,7 +179,7 @@ def _load(path: str | Path, *, kind: str, region: str | None, tz: str | None, co
           max_gap_hours: int) -> HourlySeries:
     p = Path(path)
     src = str(p)
-    rows = _rows(p)
+    rows = csv_rows(p)
     first = next(rows, None)
     if first is None or not any(c.strip() for c in first[1]):
         raise InputError("empty file (no header line)", source=src, line=1)
