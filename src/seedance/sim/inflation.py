@@ -19,6 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from seedance.core.cluster import ClusterSpec, ClusterState
+from seedance.core.resources import ResourceRequest
 from seedance.scheduling.fragmentation import FragModel
 from seedance.scheduling.framework import PolicyContext, Scheduler, make_policy
 from seedance.scheduling.tasktypes import TaskTypes
@@ -112,6 +113,70 @@ class InflationRun:
         }
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class InflationSetup:
+    """Everything an inflation run starts from: the sorted trace, its request keys, the cluster
+    with the seed's node ranks, the arrival stream and the fragmentation metric's task types."""
+
+    trace: PodTrace
+    types: TaskTypes
+    state: ClusterState
+    stream: ArrivalStream
+    keys: NDArray[np.int64]
+    reqs: list[ResourceRequest]
+
+    def context(self, seed: int) -> PolicyContext:
+        """The policy context of the run (FGD is given the trace's task types, as in the paper)."""
+        return PolicyContext(seed=seed, task_types=self.types)
+
+
+def prepare_inflation(
+    spec: ClusterSpec, trace: PodTrace, seed: int, ratio: float, task_types: TaskTypes | None = None
+) -> InflationSetup:
+    """Sort the trace, build the seed's arrival stream and a fresh cluster with the seed's node ranks."""
+    trace = sort_by_name(trace)
+    types = task_types or TaskTypes.from_trace(trace)
+    state = ClusterState(spec)
+    stream = build_stream(trace, state.capacity_gpu_milli, state.n_nodes, seed, ratio)
+    state.set_rank(stream.node_rank)
+    keys, reqs = trace.request_keys()
+    return InflationSetup(trace, types, state, stream, keys, reqs)
+
+
+def inflation_record(
+    *,
+    policy: str,
+    trace: str,
+    seed: int,
+    arrived: NDArray[np.int64],
+    used: NDArray[np.int64],
+    frag_milli: NDArray[np.float64],
+    total_gpus: int,
+    top: int,
+    placed: int,
+    failed: int,
+    wall_s: float,
+    final_alloc_pct: float,
+) -> InflationRun:
+    """Bucket a run's per-event series by arrived % and wrap them in an :class:`InflationRun`."""
+    cols, alloc, fragp = bucket_by_arrival(arrived, used, frag_milli, total_gpus, top)
+    at100 = alloc[100] if top >= 100 else None
+    return InflationRun(
+        policy=policy,
+        trace=trace,
+        seed=seed,
+        arrived_pct=cols,
+        alloc_pct=alloc,
+        frag_pct=fragp,
+        unallocated_pct_at_100=None if at100 is None else round(100.0 - at100, 2),
+        placed=placed,
+        failed=failed,
+        events=len(arrived),
+        wall_s=wall_s,
+        final_alloc_pct=final_alloc_pct,
+    )
+
+
 def run_inflation(
     spec: ClusterSpec,
     trace: PodTrace,
@@ -137,22 +202,17 @@ def run_inflation(
         trace_name: Name used in results (default: the trace file's stem).
     """
     t0 = time.perf_counter()
-    trace = sort_by_name(trace)
-    types = task_types or TaskTypes.from_trace(trace)
-    state = ClusterState(spec)
-    stream = build_stream(trace, state.capacity_gpu_milli, state.n_nodes, seed, ratio)
-    state.set_rank(stream.node_rank)
-    sched = Scheduler(make_policy(policy, PolicyContext(seed=seed, task_types=types)))
-    frag = FragModel(types, state)
-    keys, reqs = trace.request_keys()
-    n_events = len(stream.pods)
+    setup = prepare_inflation(spec, trace, seed, ratio, task_types)
+    state, keys, reqs, pods = setup.state, setup.keys, setup.reqs, setup.stream.pods
+    sched = Scheduler(make_policy(policy, setup.context(seed)))
+    frag = FragModel(setup.types, state)
+    n_events = len(pods)
     arrived = np.zeros(n_events, dtype=np.int64)
     used = np.zeros(n_events, dtype=np.int64)
     frag_milli = np.zeros(n_events, dtype=np.float64)
     node_frag = frag.node_frag().copy()
     counters = {"arrived": 0, "placed": 0, "failed": 0}
     policy_obj = sched.policy
-    pods = stream.pods
 
     def on_arrival(t: float, i: int) -> None:
         req = reqs[keys[pods[i]]]
@@ -170,23 +230,18 @@ def run_inflation(
         used[i] = state.used_gpu_milli
         frag_milli[i] = node_frag.sum()
 
-    loop = EventLoop([on_arrival])
-    loop.run((float(i), i) for i in range(n_events))
-    total_gpus = spec.total_gpus
-    top = int(round(ratio * 100)) if arrived_max is None else arrived_max
-    cols, alloc, fragp = bucket_by_arrival(arrived, used, frag_milli, total_gpus, top)
-    at100 = alloc[100] if top >= 100 else None
-    return InflationRun(
+    EventLoop([on_arrival]).run((float(i), i) for i in range(n_events))
+    return inflation_record(
         policy=policy,
         trace=trace_name or trace_stem(trace.source),
         seed=seed,
-        arrived_pct=cols,
-        alloc_pct=alloc,
-        frag_pct=fragp,
-        unallocated_pct_at_100=None if at100 is None else round(100.0 - at100, 2),
+        arrived=arrived,
+        used=used,
+        frag_milli=frag_milli,
+        total_gpus=spec.total_gpus,
+        top=int(round(ratio * 100)) if arrived_max is None else arrived_max,
         placed=counters["placed"],
         failed=counters["failed"],
-        events=n_events,
         wall_s=time.perf_counter() - t0,
         final_alloc_pct=round(100.0 * state.used_gpu_milli / state.capacity_gpu_milli, 2),
     )

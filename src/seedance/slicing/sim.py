@@ -28,15 +28,15 @@ from typing import Any
 
 import numpy as np
 
-from seedance.core.cluster import ClusterSpec, ClusterState
+from seedance.core.cluster import ClusterSpec
 from seedance.core.errors import InputError
 from seedance.core.resources import SliceBackend
 from seedance.scheduling.fragmentation import FragModel
-from seedance.scheduling.framework import PolicyContext, make_policy
+from seedance.scheduling.framework import make_policy
 from seedance.scheduling.tasktypes import TaskTypes
 from seedance.sim.engine import EventLoop
 from seedance.sim.experiment import sweep
-from seedance.sim.inflation import InflationRun, build_stream, sort_by_name, trace_stem
+from seedance.sim.inflation import InflationRun, inflation_record, prepare_inflation, trace_stem
 from seedance.sim.metrics import bucket_by_arrival
 from seedance.slicing.placement import DEFAULT_MIG_MAP, MigLedger, SliceScheduler
 from seedance.traces.schema import PodTrace
@@ -120,17 +120,14 @@ def run_sliced_inflation(
     if slices not in SLICE_MODES:
         raise InputError(f"unknown slice mode {slices!r}; valid: {', '.join(SLICE_MODES)}", source="--slices")
     t0 = time.perf_counter()
-    trace = sort_by_name(trace)
-    types = task_types or TaskTypes.from_trace(trace)
-    state = ClusterState(spec)
-    stream = build_stream(trace, state.capacity_gpu_milli, state.n_nodes, seed, ratio)
-    state.set_rank(stream.node_rank)
+    setup = prepare_inflation(spec, trace, seed, ratio, task_types)
+    trace, types, state = setup.trace, setup.types, setup.state
     pools = dict(DEFAULT_MIG_MAP if mig_map is None else mig_map) if slices == "mig" else {}
     ledger = MigLedger(state, pools, native=native and slices == "mig")
-    sched = SliceScheduler(make_policy(policy, PolicyContext(seed=seed, task_types=types)), ledger)
+    sched = SliceScheduler(make_policy(policy, setup.context(seed)), ledger)
     frag = FragModel(types, state)
-    keys, reqs = trace.request_keys()
-    n_events = len(stream.pods)
+    keys, reqs = setup.keys, setup.reqs
+    n_events = len(setup.stream.pods)
     arrived = np.zeros(n_events, dtype=np.int64)
     used_req = np.zeros(n_events, dtype=np.int64)
     used_booked = np.zeros(n_events, dtype=np.int64)
@@ -139,7 +136,7 @@ def run_sliced_inflation(
     c = {"arrived": 0, "requested": 0, "placed": 0, "failed": 0, "shares": 0, "shares_mig": 0}
     instances: dict[str, int] = {}
     policy_obj = sched.policy
-    pods = stream.pods
+    pods = setup.stream.pods
     mig_value = SliceBackend.MIG.value
 
     def on_arrival(t: float, i: int) -> None:
@@ -166,28 +163,24 @@ def run_sliced_inflation(
         used_booked[i] = state.used_gpu_milli
         frag_milli[i] = node_frag.sum()
 
-    loop = EventLoop([on_arrival])
-    loop.run((float(i), i) for i in range(n_events))
-    total_gpus = spec.total_gpus
+    EventLoop([on_arrival]).run((float(i), i) for i in range(n_events))
     top = int(round(ratio * 100)) if arrived_max is None else arrived_max
-    cols, alloc, fragp = bucket_by_arrival(arrived, used_req, frag_milli, total_gpus, top)
-    _, booked, _ = bucket_by_arrival(arrived, used_booked, frag_milli, total_gpus, top)
-    at100 = alloc[100] if top >= 100 else None
-    b100 = booked[100] if top >= 100 else None
-    run = InflationRun(
+    run = inflation_record(
         policy=policy,
         trace=trace_name or trace_stem(trace.source),
         seed=seed,
-        arrived_pct=cols,
-        alloc_pct=alloc,
-        frag_pct=fragp,
-        unallocated_pct_at_100=None if at100 is None else round(100.0 - at100, 2),
+        arrived=arrived,
+        used=used_req,
+        frag_milli=frag_milli,
+        total_gpus=spec.total_gpus,
+        top=top,
         placed=c["placed"],
         failed=c["failed"],
-        events=n_events,
         wall_s=time.perf_counter() - t0,
         final_alloc_pct=round(100.0 * c["requested"] / state.capacity_gpu_milli, 2),
     )
+    _, booked, _ = bucket_by_arrival(arrived, used_booked, frag_milli, spec.total_gpus, top)
+    b100 = booked[100] if top >= 100 else None
     return SlicedRun(
         slices=slices,
         mig_map=dict(pools),
