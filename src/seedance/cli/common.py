@@ -50,3 +50,18 @@ def write_text(path: str | Path, text: str) -> None:
 def dumps(obj: Any) -> str:
     """JSON with a stable layout."""
     return json.dumps(obj, indent=2, sort_keys=False, allow_nan=False)
+
+
+def progress_bar() -> Any:
+    """A transient progress bar on stderr (description, bar, done/total, elapsed) for sweeps."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    return Progress(
+        TextColumn("[progress.description]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    )

@@ -16,7 +16,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from seedance.cli.common import dumps, write_text
+from seedance.cli.common import dumps, progress_bar, write_text
 from seedance.core.errors import InputError
 
 if TYPE_CHECKING:
@@ -265,7 +265,6 @@ def simulate_sliced(
     out: Path | None,
 ) -> None:
     """``seedancectl simulate --slices mig``: free sharing and MIG pools on the same seeds and policies."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from seedance.slicing.placement import DEFAULT_MIG_MAP, parse_mig_map
     from seedance.slicing.sim import SLICE_MODES, SlicedRunSpec, isolation_costs, sweep_sliced
@@ -287,14 +286,7 @@ def simulate_sliced(
         for s in seeds
         for mode in modes
     ]
-    with Progress(
-        TextColumn("[progress.description]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-        transient=True,
-    ) as prog:
+    with progress_bar() as prog:
         task = prog.add_task(f"simulating ({'free + MIG' if slices == 'mig' else 'free'})", total=len(runs))
         results = sweep_sliced(runs, workers=workers, progress=lambda r: prog.advance(task))
     costs = isolation_costs(results) if slices == "mig" else []

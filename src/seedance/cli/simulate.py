@@ -16,7 +16,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from seedance.cli.common import dumps, parse_seeds, split_names, write_text
+from seedance.cli.common import dumps, parse_seeds, progress_bar, split_names, write_text
 from seedance.core.errors import InputError
 
 PAPER_POLICIES = "random,dot-product,clustering,packing,best-fit,fgd"
@@ -346,7 +346,6 @@ def _run_inflation(
     output: Output,
     bound: bool = False,
 ) -> dict[str, Any]:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from seedance.sim.experiment import RunSpec, sweep
     from seedance.sim.inflation import InflationRun
@@ -363,14 +362,7 @@ def _run_inflation(
         for pol in policies
         for s in seeds
     ]
-    with Progress(
-        TextColumn("[progress.description]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-        transient=True,
-    ) as prog:
+    with progress_bar() as prog:
         task = prog.add_task("simulating", total=len(runs))
         results: list[InflationRun] = sweep(runs, workers=workers, progress=lambda r: prog.advance(task))
     bounds: dict[str, float] = {}
