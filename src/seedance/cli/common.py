@@ -65,3 +65,19 @@ def progress_bar() -> Any:
         console=Console(stderr=True),
         transient=True,
     )
+
+
+def emit(rendered: Any, out: Path | None = None) -> None:
+    """Print text, or a rich renderable at least 120 columns wide; also write it to ``out``."""
+    import typer
+    from rich.console import Console
+
+    if isinstance(rendered, str):
+        typer.echo(rendered.rstrip("\n"))
+        if out:
+            write_text(out, rendered)
+        return
+    console = Console(record=out is not None, width=max(Console().width, 120))
+    console.print(rendered)
+    if out:
+        write_text(out, console.export_text())

@@ -13,10 +13,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from seedance.cli.common import dumps, progress_bar, write_text
+from seedance.cli.common import dumps, emit, progress_bar
 from seedance.core.errors import InputError
 
 if TYPE_CHECKING:
@@ -41,20 +40,13 @@ class ObjectiveOpt(StrEnum):
 
 def _emit(obj: Any, output: Output, table: Any, out: Path | None = None) -> None:
     if output is Output.json:
-        text = dumps(obj)
+        emit(dumps(obj), out)
     elif output is Output.yaml:
         import yaml
 
-        text = yaml.safe_dump(obj, sort_keys=False)
+        emit(yaml.safe_dump(obj, sort_keys=False), out)
     else:
-        console = Console(record=out is not None, width=max(Console().width, 120))
-        console.print(table)
-        if out:
-            write_text(out, console.export_text())
-        return
-    typer.echo(text.rstrip("\n"))
-    if out:
-        write_text(out, text)
+        emit(table, out)
 
 
 def register(app: typer.Typer) -> None:
@@ -312,14 +304,9 @@ def simulate_sliced(
             w.writerow({k: (";".join(map(str, v)) if isinstance(v, list) else v) for k, v in row.items()})
         text = buf.getvalue().rstrip("\n")
     else:
-        console = Console(record=out is not None, width=max(Console().width, 120))
-        console.print(_cost_table(costs, pools) if slices == "mig" else _free_table(results))
-        if out:
-            write_text(out, console.export_text())
+        emit(_cost_table(costs, pools) if slices == "mig" else _free_table(results), out)
         return
-    typer.echo(text)
-    if out:
-        write_text(out, text)
+    emit(text, out)
 
 
 def _cost_table(costs: list[IsolationCost], pools: dict[str, str]) -> Table:

@@ -13,10 +13,9 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from seedance.cli.common import dumps, parse_seeds, progress_bar, split_names, write_text
+from seedance.cli.common import dumps, emit, parse_seeds, progress_bar, split_names
 from seedance.core.errors import InputError
 
 PAPER_POLICIES = "random,dot-product,clustering,packing,best-fit,fgd"
@@ -216,16 +215,7 @@ def _energy(
 
 
 def _emit(payload: dict[str, Any], output: Output, out: Path | None, render: Any) -> None:
-    text = render(payload, output)
-    if output is Output.table:
-        console = Console(record=out is not None, width=max(Console().width, 120))
-        console.print(text)
-        if out:
-            write_text(out, console.export_text())
-    else:
-        typer.echo(text)
-        if out:
-            write_text(out, text)
+    emit(render(payload, output), out)
 
 
 def _run_replay(
