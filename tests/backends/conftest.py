@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -24,7 +23,7 @@ import pytest
 
 from seedance.backends.ray_backend import RayDispatcher, ray_node_resources
 from seedance.control.service import ControlService
-from tests.control.helpers import ADMIN_TOKEN, free_port, settings_for
+from tests.control.helpers import ADMIN_TOKEN, serve_in_thread, settings_for
 
 GPUS_PER_NODE = 2
 # Seedance node name -> labels; the first is Ray's head node (it also hosts the supervisor)
@@ -110,27 +109,9 @@ class Plane:
 
 def start_server(service: ControlService) -> tuple[str, Callable[[], None]]:
     """Serve ``service`` with uvicorn in a thread on a free port; returns its URL and a stop function."""
-    import uvicorn
-
     from seedance.control.app import create_app
 
-    app = create_app(service=service)
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
-                                           access_log=False, lifespan="on"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.time() + 60
-    while not server.started:
-        if time.time() > deadline or not thread.is_alive():
-            pytest.fail("live server did not start")
-        time.sleep(0.05)
-
-    def stop() -> None:
-        server.should_exit = True
-        thread.join(30)
-
-    return f"http://127.0.0.1:{port}", stop
+    return serve_in_thread(create_app(service=service), start_timeout=60.0, stop_timeout=30.0)
 
 
 @pytest.fixture(scope="module")

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import os
 import secrets
-import threading
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +18,7 @@ import httpx
 import pytest
 
 from seedance.control.service import ControlService
-from tests.control.helpers import ADMIN_TOKEN, free_port, settings_for
+from tests.control.helpers import ADMIN_TOKEN, serve_in_thread, settings_for
 
 PG_BASE = os.environ.get("SEEDANCE_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
 
@@ -92,28 +90,12 @@ class LiveServer:
 
 def start_live_server(url: str, **settings: Any) -> tuple[LiveServer, Callable[[], None]]:
     """Start uvicorn in a thread on a free port; returns the server and a function stopping it."""
-    import uvicorn
-
     from seedance.control.app import create_app
 
     svc = ControlService(settings_for(url, **settings))
     app = create_app(service=svc)
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
-                                           access_log=False, lifespan="on"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.time() + 30
-    while not server.started:
-        if time.time() > deadline or not thread.is_alive():
-            pytest.fail("live server did not start")
-        time.sleep(0.02)
-
-    def stop() -> None:
-        server.should_exit = True
-        thread.join(15)
-
-    return LiveServer(f"http://127.0.0.1:{port}", svc, app), stop
+    base, stop = serve_in_thread(app)
+    return LiveServer(base, svc, app), stop
 
 
 @pytest.fixture

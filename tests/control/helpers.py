@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import socket
+import threading
+import time
+from collections.abc import Callable
 from typing import Any
+
+import pytest
 
 from seedance.control.schemas import ClusterCreate, NodeCreate
 from seedance.control.service import ControlService
@@ -48,3 +53,30 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+
+
+def serve_in_thread(
+    app: Any, *, start_timeout: float = 30.0, stop_timeout: float = 15.0
+) -> tuple[str, Callable[[], None]]:
+    """Serve ``app`` with uvicorn in a daemon thread on a free port; returns its URL and a stop function.
+
+    Fails the test if the server does not start within ``start_timeout`` seconds.
+    """
+    import uvicorn
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
+                                           access_log=False, lifespan="on"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.time() + start_timeout
+    while not server.started:
+        if time.time() > deadline or not thread.is_alive():
+            pytest.fail("live server did not start")
+        time.sleep(0.02)
+
+    def stop() -> None:
+        server.should_exit = True
+        thread.join(stop_timeout)
+
+    return f"http://127.0.0.1:{port}", stop
