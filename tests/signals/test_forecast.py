@@ -113,8 +113,12 @@ def test_published_day_ahead_prices_are_known_until_the_end_of_the_next_local_da
     fm = f.forecast(s, [morning], 48)
     k = known[0] - morning
     assert fm.point[0, :k].tolist() == y[morning:known[0]].tolist()
-    base = SeasonalNaive().point(y, np.array([morning]), 48)
-    assert fm.point[0, k:].tolist() == base[0, k:].tolist()
+    # unpublished hours: the base forecast issued where the published prices end (reads them all)
+    base = SeasonalNaive().point(y, np.array([known[0]]), 48)
+    assert fm.point[0, k:].tolist() == base[0, :48 - k].tolist()
+    last_published_day = y[known[0] - 24:known[0]]
+    assert fm.point[0, k:].tolist() == np.tile(last_published_day, 2)[:48 - k].tolist()
+    assert fm.bands.shape == (1, 3, 48) and np.all(fm.bands[0, :, :k] == y[morning:known[0]])
     with pytest.raises(InputError, match="price series only"):
         f.forecast(series(y, kind="carbon", region="DE-LU"), [morning], 24)
     with pytest.raises(InputError, match="no day-ahead publication time"):

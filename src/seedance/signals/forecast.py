@@ -539,7 +539,8 @@ DAY_AHEAD_PUBLICATION: dict[str, tuple[str, float]] = {
 @FORECASTERS.register("published-day-ahead", aliases=("dam",))
 class PublishedDayAhead(Forecaster):
     """Day-ahead *market* prices as published: known up to the end of the next local day once the
-    auction results are out, forecast beyond (by ``base``).
+    auction results are out, forecast beyond (by ``base``, issued where the published prices end,
+    so its lags read the latest published day rather than the last hour already delivered).
 
     This reads values of the future, exactly those a market participant has at the issue time:
     day-ahead prices for delivery day ``D+1`` are public from ``publish_hour`` (local) on day ``D``.
@@ -605,14 +606,24 @@ class PublishedDayAhead(Forecaster):
         if series.kind != PRICE:
             raise InputError(f"{self.name} applies to day-ahead price series only, not {series.kind}",
                              source="forecast")
-        fm = self.base.forecast(series, issues, horizon, quantiles)
+        want = np.asarray(issues, dtype=np.int64)
         y = series.values
-        t = fm.issues[:, None] + np.arange(horizon)[None, :]
-        known = (t < self.known_until(series, fm.issues)[:, None]) & (t < len(y))
+        until = self.known_until(series, want)
+        # unpublished hours: the base forecast issued where the published prices end (it reads
+        # every published price, none beyond), at the matching lead
+        src = np.minimum(until, len(y))
+        uniq, inv = np.unique(src, return_inverse=True)
+        fm = self.base.forecast(series, uniq, horizon, quantiles)
+        t = want[:, None] + np.arange(horizon)[None, :]
+        lead = np.clip(t - src[:, None], 0, horizon - 1)
+        rows = inv[:, None]
+        point = fm.point[rows, lead]
+        bands = np.moveaxis(fm.bands[rows, :, lead], -1, 1)
+        known = (t < until[:, None]) & (t < len(y))
         actual = y[np.minimum(t, len(y) - 1)]
-        point = np.where(known, actual, fm.point)
-        bands = np.where(known[:, None, :], actual[:, None, :], fm.bands)
-        return ForecastMatrix(series=series, issues=fm.issues, point=point, quantiles=fm.quantiles, bands=bands)
+        point = np.where(known, actual, point)
+        bands = np.where(known[:, None, :], actual[:, None, :], bands)
+        return ForecastMatrix(series=series, issues=want, point=point, quantiles=fm.quantiles, bands=bands)
 
 
 def make_forecaster(name: str, **options: Any) -> Forecaster:
