@@ -412,3 +412,22 @@ def test_costmodel_scorer_prices_energy_carbon_and_delay(make_service: Svc, sqli
     assert row.cost_basis.startswith("costmodel US-CAL-CISO: energy+carbon+delay")
     svc.loop.run_once()
     assert job_row(svc, j).cost_basis.startswith("costmodel US-CAL-CISO")
+
+
+def test_cost_score_queue_order_binds_the_cheapest_job_first(make_service: Svc, sqlite_url: str) -> None:
+    svc = make_service(sqlite_url)
+    add_nodes(svc, count=1, gpus=4)
+    me = svc.authenticate(ADMIN_TOKEN)
+    with svc.db.write() as s:
+        policies.create_policy(session=s, principal=me, validator=svc.validator, data=PolicyCreate(
+            name="cheap-first", placement="best-fit", config_yaml="spec: {queueOrder: cost-score}\n", enabled=True))
+    long_job = submit(svc, gpus=4, tier="bronze", duration_hours=5)
+    short_job = submit(svc, gpus=4, tier="bronze", duration_hours=1)
+    middle_job = submit(svc, gpus=4, tier="bronze", duration_hours=3)
+    costs = [job_row(svc, j).cost_score for j in (long_job, short_job, middle_job)]
+    assert costs[1] < costs[2] < costs[0]  # gpu-hours x list price
+    svc.loop.run_once()
+    assert [job_row(svc, j).status for j in (long_job, short_job, middle_job)] == ["pending", "running", "pending"]
+    with svc.db.read() as s:
+        tried = [(d.job_id, d.outcome) for d in s.scalars(select(DecisionRecord).order_by(DecisionRecord.id))]
+    assert tried == [(short_job, "bind"), (middle_job, "pending"), (long_job, "pending")]  # cheapest first

@@ -2,8 +2,9 @@
 
 NOTE(seedance): one cycle over one cluster, the invariant it keeps.
   1. Read (no lock): the cluster's ``sched_version`` v and ``capacity_version`` cv, the policy in
-     force, and the pending jobs not yet tried at cv, sorted by the policy's queue order
-     (``QUEUE_ORDERS``; the item's priority is the tier priority plus the job's own).
+     force, and the pending jobs not yet tried at cv, ordered by the policy's queue order
+     (``QUEUE_ORDERS``; the item's priority is the tier priority plus the job's own; ``cost-score``
+     takes the lowest stored ``cost_score`` first inside every tier's guaranteed ``min_share``).
   2. State: a ``ClusterState`` built from the stored nodes (id order) with every bound and running
      job applied. It is kept between cycles while (v, cv, policy) are the ones this loop last
      committed, and rebuilt from the store otherwise (so a restart needs nothing but the store).
@@ -115,6 +116,7 @@ class _Job:
     flexibility_hours: float
     gpu_types: tuple[str, ...]
     deadline: float | None = None
+    cost_score: float = 0.0
 
 
 class SchedulingLoop:
@@ -157,6 +159,7 @@ class SchedulingLoop:
         self.interval_s = interval_s
         self.poll_interval_s = poll_interval_s
         self.tier_priority = {name: spec.priority for name, spec in tier_config.tiers.items()}
+        self.tier_shares = {name: spec.min_share for name, spec in tier_config.tiers.items()}
         # tier pools: the tiers' own TieredScheduler (own pool, then borrowed pools); preemption is
         # switched off here, since the live loop does not evict running jobs (yet)
         self.tier_config: TierConfig | None = _without_preemption(tier_config) if tier_pools else None
@@ -252,7 +255,7 @@ class SchedulingLoop:
         rows = s.execute(
             select(Job.id, Job.tenant_id, Job.tier, Job.priority, Job.cpu_milli, Job.memory_mib, Job.num_gpu,
                    Job.gpu_milli, Job.gpu_types, Job.version, Job.status_reason, Job.created_at,
-                   Job.duration_hours, Job.flexibility_hours, Job.deadline)
+                   Job.duration_hours, Job.flexibility_hours, Job.deadline, Job.cost_score)
             .where(Job.cluster_id == cluster_id, Job.status == JobStatus.PENDING.value,
                    Job.attempt_capacity_version < cv)
             .order_by(Job.id).limit(self.batch * _MAX_FETCH_FACTOR)
@@ -266,6 +269,7 @@ class SchedulingLoop:
                 version=r[9], reason=r[10], created=r[11].timestamp(), duration_hours=r[12],
                 flexibility_hours=r[13], gpu_types=types,
                 deadline=r[14].timestamp() if r[14] is not None else None,
+                cost_score=float(r[15]) if r[15] is not None else 0.0,
             ))
         return out
 
@@ -301,7 +305,7 @@ class SchedulingLoop:
             cache.schedulers[tier] = Scheduler(
                 placement, (*DEFAULT_FILTERS, *self.filters(tier)), explain=self.explain
             )
-        cache.queue = QUEUE_ORDERS.get(policy.queue_order)()
+        cache.queue = QUEUE_ORDERS.get(policy.queue_order)(self.tier_shares)
         if self.tier_config is not None:
             cache.tiered = TieredScheduler(placement, self.tier_config, explain=self.explain)
         return cache
@@ -312,12 +316,12 @@ class SchedulingLoop:
     ) -> None:
         queue = cache.queue
         assert queue is not None
-        items = {
-            j.id: QueueItem(j.id, j.created, j.id, self.tier_priority.get(j.tier, 0) + j.priority,
-                            j.req.total_gpu_milli)
+        items = [
+            QueueItem(j.id, j.created, j.id, self.tier_priority.get(j.tier, 0) + j.priority, j.req.total_gpu_milli,
+                      j.tier, j.cost_score)
             for j in pending
-        }
-        order = sorted(pending, key=lambda j: queue.key(items[j.id]))[: self.batch]
+        ]
+        order = [pending[i] for i in queue.order(items)][: self.batch]
         state = cache.state
         plan: list[tuple[_Job, Decision, int]] = []
         t0 = time.perf_counter()
