@@ -27,6 +27,22 @@ def test_energy_model_and_market_based_accounting() -> None:
         m.gpu_power_w("B300")
 
 
+def test_a_measured_power_curve_replaces_the_idle_to_tdp_line() -> None:
+    from seedance.core.catalog import CATALOG
+
+    m = EnergyModel(host_w_per_gpu=0.0, pue=1.0)
+    assert m.gpu_power_w("H200", 0.0) == 122.5 and m.gpu_power_w("H200", 0.52) == pytest.approx(510.8)
+    assert m.gpu_power_w("H200", 0.645) == pytest.approx((510.8 + 659.9) / 2)  # halfway between two points
+    assert m.gpu_power_w("H200", 1.0) == pytest.approx(693.3)  # the 700 W limit holds the clocks down
+    assert m.gpu_power_w("A100-80GB", 0.5) == 50 + 0.5 * 350  # no curve: the line
+    for name in CATALOG:
+        curve = CATALOG[name].power_curve
+        if curve:  # from 0 to 1, power rising, within the board limit
+            us, ws = zip(*curve, strict=True)
+            assert us[0] == 0.0 and us[-1] == 1.0 and list(us) == sorted(us)
+            assert list(ws) == sorted(ws) and ws[-1] <= CATALOG[name].tdp_w and CATALOG[name].power_source
+
+
 def test_cost_is_integrated_over_the_run_window_not_the_start_hour() -> None:
     # prices 10, 20, 40 USD/MWh; carbon 100, 200, 400 g/kWh; a 0.4 kW job from 00:30 for 1.5 h
     sig = Signals(0, np.array([10.0, 20.0, 40.0]), np.array([100.0, 200.0, 400.0]), "USD")

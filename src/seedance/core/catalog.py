@@ -38,6 +38,10 @@ class GpuModel:
         aliases: Other names for the model, e.g. model codes used in traces.
         undisclosed: True for trace models whose identity is not public (G1/G2/G3).
         proxy: For undisclosed models, the catalog model whose figures are borrowed.
+        power_curve: Measured board power (watts) at GPU utilisation points ``(u, W)``, ``u``
+            ascending from 0 to 1; the energy model interpolates it instead of the idle-to-TDP
+            line where it is given.
+        power_source: Where ``power_curve`` comes from.
     """
 
     name: str
@@ -55,6 +59,8 @@ class GpuModel:
     aliases: tuple[str, ...] = ()
     undisclosed: bool = False
     proxy: str | None = None
+    power_curve: tuple[tuple[float, float], ...] = ()
+    power_source: str = ""
 
     @property
     def dense_tflops(self) -> float:
@@ -204,13 +210,17 @@ _MODELS: tuple[GpuModel, ...] = (
         fp16_tflops=989.4,
         memory_bw_gbs=4800,
         tdp_w=700,
-        idle_w=75,
+        idle_w=122.5,
         compute_capability="9.0",
         mig=True,
         price_usd_per_hour=6.31,
         price_source="CoreWeave on-demand, HGX H200 $50.44/h over 8 GPUs (2024)",
         spec_source=f"{_NV}: H200 SXM 141 GB",
         aliases=("H200-141GB",),
+        power_curve=((0.0, 122.5), (0.27, 356.5), (0.52, 510.8), (0.77, 659.9), (0.98, 693.3), (1.0, 693.3)),
+        power_source="measured with benchmarks/bench_gpu_power.py on one H200 SXM (700 W limit), 2026-11-30: "
+                     "nvidia-smi power.draw (mean of 100 ms samples) at the utilisation nvidia-smi reported "
+                     "while bf16 8192^3 matrix products ran for 0/25/50/75/100% of every 100 ms",
     ),
 )
 
