@@ -103,3 +103,32 @@ def test_decisions_never_depend_on_future_pods(
     assert np.array_equal(
         np.array([x is None for x in a[: len(prefix)]]), np.array([x is None for x in b[: len(prefix)]])
     )
+
+
+def test_gap_loss_table_counts_what_common_shares_cannot_fill() -> None:
+    from seedance.scheduling.policies.seedance_pack import CopiesFragModel
+
+    mix = OnlineMix()
+    for m, n in ((470, 40), (320, 30), (650, 25), (160, 2), (1000, 50)):  # 160: 2 of 97 shares, not common
+        for _ in range(n):
+            mix.observe(ResourceRequest(4000, 1024, 1, m))
+    loss = CopiesFragModel._gap_loss_table(mix.snapshot(), 0.03)
+    assert [loss[f] for f in (0, 210, 350, 530, 680, 1000)] == [0, 210, 30, 60, 30, 0]
+    assert loss[190] == 190  # the 160s are too rare to count on
+    assert CopiesFragModel._gap_loss_table(mix.snapshot(), 0.01)[190] == 30
+
+
+def test_a_share_avoids_a_gap_that_common_shares_cannot_fill_afterwards() -> None:
+    # GPU0 holds a 320 (680 free): a 470 there leaves 210, which no common share fills; on the idle
+    # GPU1 it leaves 530, which the next 470 fills to 60.
+    st_ = ClusterState(make_cluster([(64000, 1 << 20, 2, "G2")]))
+    occupy(st_, 0, (0,), 320, cpu=4000)
+    mix = [ResourceRequest(4000, 1024, 1, m) for m in (470, 470, 320, 650, 1000, 1000)]
+    sched = packer()
+    teach(sched, mix, times=10)
+    d = sched.decide(st_, ResourceRequest(4000, 1024, 1, 470), 0)
+    assert d.placement is not None and d.placement.gpus == (1,)
+    old = packer(gap_loss=0.0)  # without the term, the tightest gap wins
+    teach(old, mix, times=10)
+    d = old.decide(st_, ResourceRequest(4000, 1024, 1, 470), 0)
+    assert d.placement is not None and d.placement.gpus == (0,)

@@ -6,11 +6,14 @@ the least, but (1) the mix is learned from the pods seen so far (``observe``), n
 limited by its GPUs, CPU and memory together, so idle GPU that CPU or memory can no longer feed
 is fragment too, and idle GPU beyond what the node's free CPU and memory can feed at the mix's
 average CPU and memory per GPU is counted again (the *balance* term); FGD's single-pod measure
-over the learned mix is added; (3) inside the node, a share goes to the GPU that leaves the least
-fragment, then the tightest one. Scores are ``int(100 * sigmoid(Δ / scale))`` so near-equal nodes
-tie; ties go to the tightest gap for shares, the most spare CPU for CPU-only pods, then the
-per-cluster rank (consolidation, as in FGD). Memo tables are keyed on (request, node shape) and
-dropped whenever the learned mix is refreshed.
+over the learned mix is added, and so is the *gap loss*: each partly used GPU's free milli that
+no sum of common share sizes (>= ``gap_share_min`` of the shares seen) can fill, weighted by
+``gap_loss``, so a share is not put where it leaves a gap only rare pods fit; (3) inside the
+node, a share goes to the GPU that leaves the least fragment, then the tightest one. Scores are
+``int(100 * sigmoid(Δ / scale))`` so near-equal nodes tie; ties go to the tightest gap for
+shares, the most spare CPU for CPU-only pods, then the per-cluster rank (consolidation, as in
+FGD). Memo tables are keyed on (request, node shape) and dropped whenever the learned mix is
+refreshed.
 """
 
 from __future__ import annotations
@@ -45,6 +48,11 @@ class CopiesFragModel:
         state: Cluster (model ids, shapes).
         use_memory: Limit copies by free memory too.
         fgd_weight: Weight of FGD's single-pod measure added to the copies measure.
+        gpu_weight: Types weighted by pod count x (GPU request) ** gpu_weight.
+        balance: Weight of the CPU/memory balance term.
+        balance_mode: "min" (CPU and memory together) or "sum" (each on its own).
+        gap_loss: Weight of the gap loss (0: off).
+        gap_share_min: Share of the shared pods seen a size needs to count as a filler.
     """
 
     def __init__(
@@ -57,8 +65,12 @@ class CopiesFragModel:
         gpu_weight: float = 0.0,
         balance: float = 0.0,
         balance_mode: str = "min",
+        gap_loss: float = 0.0,
+        gap_share_min: float = 0.03,
     ) -> None:
         self.state = state
+        self.gap_loss = gap_loss
+        self.loss = self._gap_loss_table(mix, gap_share_min) if gap_loss else None
         self.use_memory = use_memory
         self.fgd_weight = fgd_weight
         gpu = mix.milli > 0
@@ -87,12 +99,40 @@ class CopiesFragModel:
         self.access = acc
         self._memo = ShapeMemo()
 
+    @staticmethod
+    def _gap_loss_table(mix: Mix, share_min: float) -> NDArray[np.float64]:
+        """``loss[f]``: milli of a GPU with ``f`` free that common shares cannot fill (0 for idle GPUs).
+
+        Common shares: per-GPU sizes below one GPU holding at least ``share_min`` of the shared
+        pods seen; the fill is the best sum of such sizes (any number of each) that fits ``f``.
+        """
+        sharing = (mix.milli > 0) & (mix.milli < MILLI_PER_GPU) & (mix.k == 1)
+        sizes: dict[int, float] = {}
+        for m, f in zip(mix.milli[sharing].tolist(), mix.freq[sharing].tolist(), strict=True):
+            sizes[int(m)] = sizes.get(int(m), 0.0) + float(f)
+        total = sum(sizes.values())
+        common = [m for m, f in sizes.items() if total and f / total >= share_min]
+        fill = np.zeros(MILLI_PER_GPU + 1, dtype=np.int64)
+        for f in range(1, MILLI_PER_GPU + 1):
+            fill[f] = max([fill[f - 1]] + [fill[f - m] + m for m in common if m <= f])
+        loss = (np.arange(MILLI_PER_GPU + 1) - fill).astype(np.float64)
+        loss[MILLI_PER_GPU] = 0.0
+        return loss
+
     def frag(
         self, model: NDArray[np.int16], cpu: NDArray[np.int64], mem: NDArray[np.int64], free: NDArray[np.int32]
     ) -> F64:
         """Fragment (milli-GPU) of the states given column-wise."""
         free64 = free.astype(np.int64, copy=False)
         total = free64.sum(axis=1).astype(np.float64)
+        if self.loss is not None:
+            return self._frag(model, cpu, mem, free64, total) + self.gap_loss * self.loss[free64].sum(axis=1)
+        return self._frag(model, cpu, mem, free64, total)
+
+    def _frag(
+        self, model: NDArray[np.int16], cpu: NDArray[np.int64], mem: NDArray[np.int64], free64: NDArray[np.int64],
+        total: F64,
+    ) -> F64:
         if self.f.size == 0:
             return total * self.f_cpu_only
         per_u = (free64[:, :, None] // self.u[None, None, :]).sum(axis=1)  # S, U: copies by GPU
@@ -153,6 +193,8 @@ class SeedancePacker(PlacementPolicy):
         self.gpu_weight = float(opts.get("gpu_weight", 0.0))  # type: ignore[arg-type]
         self.balance = float(opts.get("balance", 2.0))  # type: ignore[arg-type]
         self.balance_mode = str(opts.get("balance_mode", "min"))
+        self.gap_loss = float(opts.get("gap_loss", 12.0))  # type: ignore[arg-type]
+        self.gap_share_min = float(opts.get("gap_share_min", 0.03))  # type: ignore[arg-type]
         self.scale = float(opts.get("scale", 3000.0))  # type: ignore[arg-type]
         self.score_mode = str(opts.get("score", "sigmoid+gap"))
         if self.score_mode not in ("sigmoid+fit", "sigmoid+gap", "sigmoid", "float"):
@@ -179,6 +221,8 @@ class SeedancePacker(PlacementPolicy):
                 gpu_weight=self.gpu_weight,
                 balance=self.balance,
                 balance_mode=self.balance_mode,
+                gap_loss=self.gap_loss,
+                gap_share_min=self.gap_share_min,
             )
             self._cache = {}
         return self._model
