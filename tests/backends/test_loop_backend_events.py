@@ -8,19 +8,16 @@ import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 import pytest
 from sqlalchemy import select
 
 from seedance.cli.main import main
-from seedance.control.db.models import EventRecord, Job, Node
+from seedance.control.db.models import EventRecord, Node
 from seedance.control.dispatch import BackendStatus, Dispatcher, DispatchRequest
-from seedance.control.schemas import JobCreate
 from seedance.control.service import ControlService
-from seedance.control.services import jobs
 from tests.backends.conftest import start_server
-from tests.control.helpers import ADMIN_TOKEN, add_nodes, settings_for
+from tests.control.helpers import ADMIN_TOKEN, add_nodes, job_row, settings_for, submit
 
 
 class Scripted(Dispatcher):
@@ -67,21 +64,6 @@ def svc(tmp_path: Path) -> Iterator[ControlService]:
     service.close()
 
 
-def submit(svc: ControlService, **fields: Any) -> int:
-    me = svc.authenticate(ADMIN_TOKEN)
-    with svc.db.write() as s:
-        out, _ = jobs.submit_job(session=s, principal=me, data=JobCreate.model_validate(fields), scorer=svc.scorer,
-                                 directory=svc.directory)
-    return out.id
-
-
-def row(svc: ControlService, job_id: int) -> Job:
-    with svc.db.read() as s:
-        job = s.get(Job, job_id)
-        assert job is not None
-        return job
-
-
 def kinds(svc: ControlService, job_id: int | None = None) -> list[str]:
     with svc.db.read() as s:
         q = select(EventRecord.kind).order_by(EventRecord.id)
@@ -97,20 +79,20 @@ def test_a_lost_run_is_requeued_and_placed_again_off_the_dead_node(svc: ControlS
     first = d.dispatched[0]
     assert (first.node, first.gpu_indices, first.gpu_milli) == ("node-0", (0,), 500)
     assert first.node_labels == {"gpu.sla.level": "gold"}  # the decided node's labels reach the backend
-    job = row(svc, a)
+    job = job_row(svc, a)
     assert (job.status, job.dispatch_handle) == ("running", "scripted:1:1")
     # the backend loses the run and the node
     d.status["scripted:1:1"] = BackendStatus.PREEMPTED
     d.reasons["scripted:1:1"] = "node lost: node-0 died"
     d.health = {"node-0": False, "node-1": True}
     svc.loop.run_once()
-    job = row(svc, a)
+    job = job_row(svc, a)
     assert (job.status, job.node_name, job.gpu_indices, job.dispatch_handle) == ("pending", None, [], None)
     assert job.status_reason == "re-queued: node lost: node-0 died"
     with svc.db.read() as s:
         assert dict(s.execute(select(Node.name, Node.status)).all()) == {"node-0": "down", "node-1": "ready"}
     svc.loop.run_once()  # placed again by Seedance, on the surviving node, and dispatched as a new run
-    job = row(svc, a)
+    job = job_row(svc, a)
     assert (job.status, job.node_name, job.dispatch_handle) == ("running", "node-1", "scripted:1:2")
     assert [x.node for x in d.dispatched] == ["node-0", "node-1"]
     assert kinds(svc, a) == ["job.submitted", "job.bound", "job.started", "job.preempted", "job.requeued",
@@ -121,7 +103,7 @@ def test_a_lost_run_is_requeued_and_placed_again_off_the_dead_node(svc: ControlS
         version = s.scalars(select(Node.version).where(Node.name == "node-0")).one()
     d.status["scripted:1:2"] = BackendStatus.SUCCEEDED
     svc.loop.run_once()
-    assert row(svc, a).status == "succeeded"
+    assert job_row(svc, a).status == "succeeded"
     with svc.db.read() as s:
         assert s.scalars(select(Node.version).where(Node.name == "node-0")).one() == version
     assert kinds(svc).count("node.down") == 1
@@ -135,12 +117,13 @@ def test_backend_cancels_and_failures_end_the_job_with_the_backends_reason(svc: 
     d.status.update({"scripted:1:1": BackendStatus.CANCELLED, "scripted:2:1": BackendStatus.FAILED})
     d.reasons["scripted:2:1"] = "RuntimeError: injected failure at step 2"
     svc.loop.run_once()
-    assert (row(svc, a).status, row(svc, a).status_reason) == ("cancelled", "backend reported cancelled")
-    assert (row(svc, b).status, row(svc, b).status_reason) == ("failed", "RuntimeError: injected failure at step 2")
+    assert (job_row(svc, a).status, job_row(svc, a).status_reason) == ("cancelled", "backend reported cancelled")
+    failed = job_row(svc, b)
+    assert (failed.status, failed.status_reason) == ("failed", "RuntimeError: injected failure at step 2")
     assert kinds(svc, b)[-1] == "job.failed"
     c = submit(svc, name="c", gpus=1)
     svc.loop.run_once()  # the freed GPUs are used again
-    assert row(svc, c).status == "running"
+    assert job_row(svc, c).status == "running"
 
 
 def test_logs_through_the_api_and_seedancectl(svc: ControlService, tmp_path: Path,
@@ -182,7 +165,7 @@ def test_logs_through_the_api_and_seedancectl(svc: ControlService, tmp_path: Pat
             d.texts[b] += "two\n"
             time.sleep(0.6)
             d.texts[b] += "three\n"
-            d.status[row(svc, b).dispatch_handle or ""] = BackendStatus.SUCCEEDED
+            d.status[job_row(svc, b).dispatch_handle or ""] = BackendStatus.SUCCEEDED
             svc.loop.run_once()
 
         capsys.readouterr()

@@ -10,8 +10,10 @@ from typing import Any
 
 import pytest
 
-from seedance.control.schemas import ClusterCreate, NodeCreate
+from seedance.control.db.models import Job
+from seedance.control.schemas import ClusterCreate, JobCreate, NodeCreate
 from seedance.control.service import ControlService
+from seedance.control.services import jobs
 from seedance.control.settings import ControlSettings
 
 ADMIN_TOKEN = "sdt_test_admin_" + "a" * 24
@@ -80,3 +82,20 @@ def serve_in_thread(
         thread.join(stop_timeout)
 
     return f"http://127.0.0.1:{port}", stop
+
+
+def submit(svc: ControlService, **fields: Any) -> int:
+    """Submit a job as the admin (fields of ``JobCreate``) and return its id."""
+    me = svc.authenticate(ADMIN_TOKEN)
+    with svc.db.write() as s:
+        out, _ = jobs.submit_job(session=s, principal=me, data=JobCreate.model_validate(fields), scorer=svc.scorer,
+                                 directory=svc.directory)
+    return out.id
+
+
+def job_row(svc: ControlService, job_id: int) -> Job:
+    """The stored job ``job_id``."""
+    with svc.db.read() as s:
+        job = s.get(Job, job_id)
+        assert job is not None
+        return job

@@ -15,31 +15,16 @@ from sqlalchemy import select
 from seedance.control.costing import GpuHoursPrice
 from seedance.control.db.models import DecisionRecord, EventRecord, Job, Node
 from seedance.control.dispatch import TimerDispatcher
-from seedance.control.schemas import JobCreate, NodeUpdate, PolicyCreate
+from seedance.control.schemas import NodeUpdate, PolicyCreate
 from seedance.control.service import ControlService
 from seedance.control.services import clusters, jobs, policies
 from seedance.core.cluster import ClusterSpec, ClusterState, NodeSpec
 from seedance.core.lifecycle import NodeStatus
 from seedance.core.resources import ResourceRequest
 from seedance.scheduling.framework import FilterPlugin, Scheduler, make_policy
-from tests.control.helpers import ADMIN_TOKEN, add_nodes
+from tests.control.helpers import ADMIN_TOKEN, add_nodes, job_row, submit
 
 Svc = Callable[..., ControlService]
-
-
-def submit(svc: ControlService, **fields: Any) -> int:
-    me = svc.authenticate(ADMIN_TOKEN)
-    with svc.db.write() as s:
-        out, _ = jobs.submit_job(session=s, principal=me, data=JobCreate.model_validate(fields), scorer=svc.scorer,
-                                 directory=svc.directory)
-    return out.id
-
-
-def job_row(svc: ControlService, job_id: int) -> Job:
-    with svc.db.read() as s:
-        job = s.get(Job, job_id)
-        assert job is not None
-        return job
 
 
 def check_no_overcommit(svc: ControlService) -> dict[str, list[int]]:
