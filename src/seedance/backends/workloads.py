@@ -21,10 +21,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from seedance.core.errors import InputError
 from seedance.core.registry import Registry
+
+N = TypeVar("N", int, float)
 
 LABEL_PREFIX = "seedance.io/"
 WORKLOAD_LABEL = LABEL_PREFIX + "workload"
@@ -67,26 +69,20 @@ class JobContext:
 
     def int_param(self, key: str, default: int, *, lo: int, hi: int) -> int:
         """An integer parameter in ``[lo, hi]``; bad input raises ``InputError``."""
-        raw = self.params.get(key)
-        if raw is None or raw == "":
-            return default
-        try:
-            value = int(raw)
-        except ValueError:
-            raise InputError(f"{LABEL_PREFIX}{key} must be an integer, not {raw!r}", field=key) from None
-        if not lo <= value <= hi:
-            raise InputError(f"{LABEL_PREFIX}{key} must be in [{lo}, {hi}], not {value}", field=key)
-        return value
+        return self._number(key, default, lo, hi, int, "an integer")
 
     def float_param(self, key: str, default: float, *, lo: float, hi: float) -> float:
         """A float parameter in ``[lo, hi]``."""
+        return self._number(key, default, lo, hi, float, "a number")
+
+    def _number(self, key: str, default: N, lo: N, hi: N, parse: Callable[[str], N], what: str) -> N:
         raw = self.params.get(key)
         if raw is None or raw == "":
             return default
         try:
-            value = float(raw)
+            value = parse(raw)
         except ValueError:
-            raise InputError(f"{LABEL_PREFIX}{key} must be a number, not {raw!r}", field=key) from None
+            raise InputError(f"{LABEL_PREFIX}{key} must be {what}, not {raw!r}", field=key) from None
         if not lo <= value <= hi:
             raise InputError(f"{LABEL_PREFIX}{key} must be in [{lo}, {hi}], not {value}", field=key)
         return value
