@@ -230,20 +230,20 @@ def register(app: typer.Typer) -> None:
         """Audit one node's MIG configuration (exit 1 when a finding is an error)."""
         from seedance.trust.audit import audit
         from seedance.trust.live import capture_live
-        from seedance.trust.nvsmi import parse_output
+        from seedance.trust.nvsmi import OutputKind, parse_output
         from seedance.trust.plan import load_plan, planned_by_index
 
         if bool(from_) == live:
             raise InputError("give --from FILE (repeatable) or --live, not both", source="--from")
-        captured: list[tuple[str, str]] = []
+        captured: list[tuple[str, str, OutputKind | None]] = []
         for f in from_ or []:
             try:
-                captured.append((str(f), f.read_text(encoding="utf-8", errors="strict")))
+                captured.append((str(f), f.read_text(encoding="utf-8", errors="strict"), None))
             except (OSError, UnicodeDecodeError) as exc:
                 raise InputError(f"cannot read: {exc}", source=str(f)) from exc
         if live:
-            captured = capture_live()
-        outputs = [parse_output(text, name) for name, text in captured]
+            captured = list(capture_live())
+        outputs = [parse_output(text, name, kind=kind) for name, text, kind in captured]
         planned = None
         if plan is not None:
             mapping = None

@@ -300,8 +300,15 @@ class _Node:
         if not names:
             return
         cands = models_of_profiles(names)
+        exact = [g for g in cands if all(_row_matches(g, r) for r in v.gis)]  # 1g.10gb: A100-40GB or -80GB
+        cands = exact or cands
         v.model = cands[0] if cands else None
         v.model_note = (" or ".join(c.model for c in cands) + " (from profile names)") if cands else "unknown"
+
+
+def _row_matches(g: MigGpu, r: GpuInstanceRow) -> bool:
+    p = g.profile(r.profile)
+    return p.profile_id == r.profile_id and p.memory_slices == r.size
 
 
 # ---------------------------------------------------------------------------- checks
@@ -601,6 +608,15 @@ def _check_modes(node: _Node, v: _Gpu) -> None:
             src,
             where.line,
             f"GPU {v.index} has MIG instances but {v.query_source} says MIG mode is {q.mig_current if q else '?'}",
+            "capture all outputs on the same node, in one go",
+        )
+    if lgi is not None and lgi.no_mig and v.devices:
+        node.add(
+            Check.VIEW_MISMATCH,
+            v.index,
+            listing.source if listing else None,
+            v.devices[0].line,
+            f"GPU {v.index} lists MIG devices but {lgi.source} says no GPU is in MIG mode",
             "capture all outputs on the same node, in one go",
         )
     if mig_on and not v.gis and not v.devices:

@@ -171,6 +171,14 @@ def detect_kind(text: str, source: str = "output") -> OutputKind:
         return OutputKind.GPU_INSTANCES
     if first.startswith("GPU ") and "(UUID:" in first:
         return OutputKind.LIST
+    if _BORDER.match(first) and len(lines) > 1:
+        title_no, title = lines[1]
+        raise InputError(
+            f"unrecognised table title {title.strip(' |')[:50]!r} (expected 'GPU instances:' or 'Compute instances:'); "
+            "localized or reformatted output is not supported: capture it with LC_ALL=C",
+            source=source,
+            line=title_no,
+        )
     raise InputError(
         f"not nvidia-smi -L, mig -lgi, mig -lci or -q output (first line {first.strip()[:60]!r}); "
         "localized or reformatted output is not supported: capture it with LC_ALL=C",
@@ -179,9 +187,15 @@ def detect_kind(text: str, source: str = "output") -> OutputKind:
     )
 
 
-def parse_output(text: str, source: str = "output") -> ParsedOutput:
-    """Parse one captured file of any supported kind."""
-    kind = detect_kind(text, source)
+def parse_output(text: str, source: str = "output", *, kind: OutputKind | None = None) -> ParsedOutput:
+    """Parse one captured file of any supported kind.
+
+    ``kind`` names the command when the caller ran it (``--live``): ``No MIG-enabled devices found.``
+    is the answer of both ``mig -lgi`` and ``mig -lci``, so the content alone cannot tell them apart.
+    """
+    detected = detect_kind(text, source)
+    if kind is None or _nonblank(text.splitlines())[0][1].strip().startswith(_NO_MIG) is False:
+        kind = detected
     if kind is OutputKind.LIST:
         return parse_list(text, source)
     if kind is OutputKind.GPU_INSTANCES:
@@ -365,7 +379,7 @@ def _query_block(pos: int, no: int, bus: str, body: list[tuple[int, str]], sourc
     top: dict[str, tuple[int, str]] = {}
     mig: dict[str, tuple[int, str]] = {}
     section: str | None = None
-    section_line = no
+    sections: set[str] = set()
     for line_no, raw in body:
         if not raw.strip():
             continue
@@ -377,21 +391,25 @@ def _query_block(pos: int, no: int, bus: str, body: list[tuple[int, str]], sourc
                 section = None
             else:
                 section = raw.strip()
-                section_line = line_no
+                sections.add(section)
         elif indent == 8 and section == "MIG Mode" and kv:
             mig[kv.group(2)] = (line_no, kv.group(3))
     for key in ("Product Name", "GPU UUID"):
         if key not in top:
             raise InputError(
-                f"GPU block {bus} has no {key!r} (truncated, localized, or captured with -d?)",
-                source=source,
-                line=body[-1][0] if body else no,
+                f"GPU block {bus} has no {key!r} (truncated, localized, or captured with -d?)", source=source, line=no
             )
     if "Current" not in mig or "Pending" not in mig:
         raise InputError(
             f"GPU block {bus} has no 'MIG Mode' Current/Pending values (truncated, localized, or captured with -d?)",
             source=source,
-            line=section_line if section == "MIG Mode" else (body[-1][0] if body else no),
+            line=no,
+        )
+    if "Processes" not in top and "Processes" not in sections:
+        raise InputError(
+            f"GPU block {bus} ends before its 'Processes' entry (truncated output?)",
+            source=source,
+            line=body[-1][0] if body else no,
         )
     for key in ("Current", "Pending"):
         line_no, value = mig[key]
