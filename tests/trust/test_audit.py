@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from seedance.cli.main import main
 from seedance.core.errors import InputError
 from seedance.slicing.mig import Instance, enumerate_layouts, mig_gpus
-from seedance.trust.audit import Check, Severity, audit, model_of_product
+from seedance.trust.audit import Severity, audit, model_of_product
 from seedance.trust.faults import FAULT_CLASSES, all_faults, build_corpus, evaluate_corpus
 from seedance.trust.nvsmi import parse_output
 from seedance.trust.plan import parse_plan_document, planned_by_index
@@ -80,7 +80,9 @@ def test_any_legal_layout_rendered_as_nvidia_smi_output_has_no_finding(data: st.
     g = data.draw(st.sampled_from(mig_gpus()))
     n = data.draw(st.integers(1, 3))
     gpus = [
-        RenderGpu(i, g, f"NVIDIA {g.product}", fake_uuid("GPU", g.model, i), data.draw(st.sampled_from(_LAYOUTS[g.model])))
+        RenderGpu(
+            i, g, f"NVIDIA {g.product}", fake_uuid("GPU", g.model, i), data.draw(st.sampled_from(_LAYOUTS[g.model]))
+        )
         for i in range(n)
     ]
     wide = data.draw(st.booleans())
@@ -96,9 +98,16 @@ def test_any_legal_layout_rendered_as_nvidia_smi_output_has_no_finding(data: st.
 
 
 def test_gi_checks_give_the_exact_findings() -> None:
-    text = lgi((0, "3g.20gb", 9, 1, 2, 4), (0, "2g.10gb", 14, 3, 6, 1), (1, "4g.20gb", 9, 1, 0, 4),
-               (1, "3g.20gb", 9, 2, 0, 4), (2, "1g.5gb+me", 20, 7, 0, 1), (2, "1g.5gb+me", 20, 8, 1, 1),
-               (3, "1g.5gb", 19, 7, 0, 1), (3, "1g.5gb", 19, 7, 1, 1))
+    text = lgi(
+        (0, "3g.20gb", 9, 1, 2, 4),
+        (0, "2g.10gb", 14, 3, 6, 1),
+        (1, "4g.20gb", 9, 1, 0, 4),
+        (1, "3g.20gb", 9, 2, 0, 4),
+        (2, "1g.5gb+me", 20, 7, 0, 1),
+        (2, "1g.5gb+me", 20, 8, 1, 1),
+        (3, "1g.5gb", 19, 7, 0, 1),
+        (3, "1g.5gb", 19, 7, 1, 1),
+    )
     report = audit([parse_output(text, "lgi.txt")])
     assert [(f.check.value, f.gpu, f.line) for f in report.findings] == [
         ("gi-illegal-placement", 0, 6),
@@ -110,8 +119,9 @@ def test_gi_checks_give_the_exact_findings() -> None:
     ]
     first = report.findings[0]
     assert "start 2 is not a legal start of 3g.20gb {0,4}" in first.message
-    assert first.fix == ("nvidia-smi mig -i 0 -dci -gi 1 && nvidia-smi mig -i 0 -dgi -gi 1 && "
-                         "nvidia-smi mig -i 0 -cgi 9:4 -C")
+    assert first.fix == (
+        "nvidia-smi mig -i 0 -dci -gi 1 && nvidia-smi mig -i 0 -dgi -gi 1 && nvidia-smi mig -i 0 -cgi 9:4 -C"
+    )
     assert report.findings[3].message.endswith("overlaps GI 1 4g.20gb at 0:4")
     assert report.has_errors and all(f.severity is Severity.ERROR for f in report.findings)
 
@@ -126,9 +136,15 @@ def test_unknown_profile_and_unsupported_model() -> None:
 
 
 def test_products_map_to_mig_tables() -> None:
-    for product, model in [("A100-SXM4-40GB", "A100-40GB"), ("NVIDIA A100-PCIE-40GB", "A100-40GB"),
-                           ("NVIDIA A100 80GB PCIe", "A100-80GB"), ("NVIDIA H100 80GB HBM3", "H100-80GB"),
-                           ("NVIDIA H100 PCIe", "H100-80GB"), ("NVIDIA H200", "H200"), ("NVIDIA H200 NVL", "H200")]:
+    for product, model in [
+        ("A100-SXM4-40GB", "A100-40GB"),
+        ("NVIDIA A100-PCIE-40GB", "A100-40GB"),
+        ("NVIDIA A100 80GB PCIe", "A100-80GB"),
+        ("NVIDIA H100 80GB HBM3", "H100-80GB"),
+        ("NVIDIA H100 PCIe", "H100-80GB"),
+        ("NVIDIA H200", "H200"),
+        ("NVIDIA H200 NVL", "H200"),
+    ]:
         got = model_of_product(product)
         assert got is not None and got.model == model, product
     assert model_of_product("NVIDIA H100 NVL") is None and model_of_product("Tesla T4") is None
@@ -136,13 +152,15 @@ def test_products_map_to_mig_tables() -> None:
 
 def test_compute_instance_checks() -> None:
     gi = lgi((0, "3g.20gb", 9, 1, 0, 4), (0, "2g.10gb", 14, 3, 4, 2), (0, "1g.5gb", 19, 13, 6, 1))
-    lci = render_compute_instances([
-        (0, 1, "1c.3g.20gb", 0, 0, 0, 1),
-        (0, 1, "2c.3g.20gb", 1, 1, 1, 2),
-        (0, 1, "1c.3g.20gb", 0, 2, 2, 1),  # 4 slices in a 3-slice GI
-        (0, 3, "2g.10gb", 1, 0, 0, 3),  # placement 0:3 past a 2-slice GI
-        (0, 9, "1g.5gb", 0, 0, 0, 1),  # GI 9 does not exist
-    ])
+    lci = render_compute_instances(
+        [
+            (0, 1, "1c.3g.20gb", 0, 0, 0, 1),
+            (0, 1, "2c.3g.20gb", 1, 1, 1, 2),
+            (0, 1, "1c.3g.20gb", 0, 2, 2, 1),  # 4 slices in a 3-slice GI
+            (0, 3, "2g.10gb", 1, 0, 0, 3),  # placement 0:3 past a 2-slice GI
+            (0, 9, "1g.5gb", 0, 0, 0, 1),  # GI 9 does not exist
+        ]
+    )
     report = audit([parse_output(gi, "lgi.txt"), parse_output(lci, "lci.txt")])
     assert [(f.check.value, f.source, f.line) for f in report.findings] == [
         ("ci-exceeds-gi", "lci.txt", 11),
@@ -158,9 +176,13 @@ def test_compute_instance_checks() -> None:
 
 def test_mig_mode_checks_against_a_real_query_output() -> None:
     q = (FIX / "h100-80gb_q_della.txt").read_text()
-    pending = q.replace("Pending                           : Disabled", "Pending                           : Enabled", 1)
+    pending = q.replace(
+        "Pending                           : Disabled", "Pending                           : Enabled", 1
+    )
     assert run(pending) == [("mig-pending-reset", 0, 17)]
-    enabled = pending.replace("Current                           : Disabled", "Current                           : Enabled", 1)
+    enabled = pending.replace(
+        "Current                           : Disabled", "Current                           : Enabled", 1
+    )
     listing = "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-f7b02328-d6fe-5b1f-9683-15041689bb03)\n"
     assert run(listing, enabled) == [("mig-no-instances", 0, 17)]
     assert run(enabled, (FIX / "mig-lgi_none.txt").read_text()) == [("mig-no-instances", 0, 17)]
@@ -178,12 +200,14 @@ def test_uuid_and_listing_checks() -> None:
     assert run(a + b) == [("duplicate-uuid", 1, 2)]
     r450 = a + "  MIG 3g.40gb Device 0: (UUID: MIG-GPU-72d87681-01db-370e-567d-41afcf20fad0/1/0)\n"
     assert run(r450) == [("duplicate-uuid", 0, 2)]  # a R450 MIG UUID naming another GPU as its parent
-    three = a + "".join(f"  MIG 3g.40gb     Device  {i}: (UUID: MIG-{i}1c5876e-d3b9-524a-9eb4-664fcfbd4de2)\n"
-                        for i in range(3))
+    three = a + "".join(
+        f"  MIG 3g.40gb     Device  {i}: (UUID: MIG-{i}1c5876e-d3b9-524a-9eb4-664fcfbd4de2)\n" for i in range(3)
+    )
     assert run(three) == [("gi-illegal-placement", 0, 4)]  # no legal layout holds 3 x 3g.40gb
     lci = render_compute_instances([(0, 1, "3g.40gb", 2, 0, 0, 3)])
-    two = a + "".join(f"  MIG 3g.40gb     Device  {i}: (UUID: MIG-{i}1c5876e-d3b9-524a-9eb4-664fcfbd4de2)\n"
-                      for i in range(2))
+    two = a + "".join(
+        f"  MIG 3g.40gb     Device  {i}: (UUID: MIG-{i}1c5876e-d3b9-524a-9eb4-664fcfbd4de2)\n" for i in range(2)
+    )
     assert run(two, lci) == [("view-mismatch", 0, 2)]  # -L shows 2 devices, -lci 1 compute instance
 
 
@@ -199,18 +223,43 @@ def test_drift_against_the_planners_json_plan(tmp_path: Path) -> None:
     doc = json.loads(out.read_text())
     by_index = planned_by_index(parse_plan_document(doc, "plan.json"), node="node-7")
     assert set(by_index) == {0, 1}
-    rows = [(i, inst.profile, {"3g.40gb": 9, "4g.40gb": 5, "2g.20gb": 14, "1g.10gb": 19, "1g.20gb": 15,
-                               "7g.80gb": 0}[inst.profile], 1 + k, inst.start,
-             {"3g": 4, "4g": 4, "2g": 2, "1g": 1, "7g": 8}[inst.profile[:2]] if inst.profile != "1g.20gb" else 2)
-            for i, lay in by_index.items() for k, inst in enumerate(lay)]
+    rows = [
+        (
+            i,
+            inst.profile,
+            {"3g.40gb": 9, "4g.40gb": 5, "2g.20gb": 14, "1g.10gb": 19, "1g.20gb": 15, "7g.80gb": 0}[inst.profile],
+            1 + k,
+            inst.start,
+            {"3g": 4, "4g": 4, "2g": 2, "1g": 1, "7g": 8}[inst.profile[:2]] if inst.profile != "1g.20gb" else 2,
+        )
+        for i, lay in by_index.items()
+        for k, inst in enumerate(lay)
+    ]
     assert run(lgi(*rows), plan=by_index) == []
     assert [c for c, *_ in run(lgi(*rows[1:]), plan=by_index)] == ["drift"]
     # the CLI path: --plan with --node, exit 1 on drift, the fix names the missing instance
     cap = tmp_path / "lgi.txt"
     cap.write_text(lgi(*rows[1:]))
     report = tmp_path / "audit.json"
-    assert main(["mig", "audit", "--from", str(cap), "--plan", str(out), "--node", "node-7", "-o", "json",
-                 "--out", str(report)]) == 1
+    assert (
+        main(
+            [
+                "mig",
+                "audit",
+                "--from",
+                str(cap),
+                "--plan",
+                str(out),
+                "--node",
+                "node-7",
+                "-o",
+                "json",
+                "--out",
+                str(report),
+            ]
+        )
+        == 1
+    )
     finding = json.loads(report.read_text())["findings"][0]
     assert finding["check"] == "drift" and finding["gpu"] == rows[0][0]
     assert f"-cgi {rows[0][2]}:{rows[0][4]} -C" in finding["fix"]

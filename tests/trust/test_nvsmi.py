@@ -113,32 +113,45 @@ def test_renderer_reproduces_real_gpu_instance_tables_byte_for_byte(name: str, w
     assert render_gpu_instances(rows, wide=wide) == text
 
 
-@pytest.mark.parametrize(("name", "placement"), [("a100-40gb_mig-lci_guide.txt", False),
-                                                  ("a100-40gb_mig-lci_howto.txt", True)])
+@pytest.mark.parametrize(
+    ("name", "placement"), [("a100-40gb_mig-lci_guide.txt", False), ("a100-40gb_mig-lci_howto.txt", True)]
+)
 def test_renderer_reproduces_real_compute_instance_tables(name: str, placement: bool) -> None:
     text = read(name)
-    rows = [(c.gpu, c.gi, c.profile, c.profile_id, c.ci, c.start or 0, c.size or 0)
-            for c in parse_output(text).compute_instances]
+    rows = [
+        (c.gpu, c.gi, c.profile, c.profile_id, c.ci, c.start or 0, c.size or 0)
+        for c in parse_output(text).compute_instances
+    ]
     assert render_compute_instances(rows, placement=placement) == text
 
 
 def test_rendered_node_parses_back_to_its_layout() -> None:
     g = mig_gpu("H200")
     gpus = [
-        RenderGpu(0, g, "NVIDIA H200", "GPU-00000000-0000-0000-0000-000000000001",
-                  (Instance("4g.71gb", 0), Instance("2g.35gb", 4), Instance("1g.18gb", 6))),
+        RenderGpu(
+            0,
+            g,
+            "NVIDIA H200",
+            "GPU-00000000-0000-0000-0000-000000000001",
+            (Instance("4g.71gb", 0), Instance("2g.35gb", 4), Instance("1g.18gb", 6)),
+        ),
         RenderGpu(1, g, "NVIDIA H200", "GPU-00000000-0000-0000-0000-000000000002", mig=False),
     ]
     lgi = parse_output(render_gpu_instances(gpu_instance_rows(gpus)))
     assert sorted((r.profile, r.start) for r in lgi.gpu_instances) == [("1g.18gb", 6), ("2g.35gb", 4), ("4g.71gb", 0)]
     lci = parse_output(render_compute_instances(compute_instance_rows(gpus)))
     assert {(c.profile, c.profile_id, c.size) for c in lci.compute_instances} == {
-        ("4g.71gb", 3, 4), ("2g.35gb", 1, 2), ("1g.18gb", 0, 1)}
+        ("4g.71gb", 3, 4),
+        ("2g.35gb", 1, 2),
+        ("1g.18gb", 0, 1),
+    }
     listing = parse_output(render_list(gpus))
     assert [d.profile for d in listing.mig_devices] == ["4g.71gb", "2g.35gb", "1g.18gb"]
     q = parse_output(render_query(read("h100-80gb_q_della.txt"), gpus))
     assert [(x.product, x.uuid, x.mig_current) for x in q.queried] == [
-        ("NVIDIA H200", gpus[0].uuid, "Enabled"), ("NVIDIA H200", gpus[1].uuid, "Disabled")]
+        ("NVIDIA H200", gpus[0].uuid, "Enabled"),
+        ("NVIDIA H200", gpus[1].uuid, "Disabled"),
+    ]
 
 
 def _lines(name: str) -> list[str]:
@@ -151,16 +164,26 @@ def _lines(name: str) -> list[str]:
         ("", None, "empty file"),
         ("".join(_lines("a100-40gb_mig-lgi_guide-421.txt")[:-1]), 10, "not closed"),  # cut after a row
         ("".join(_lines("a100-40gb_mig-lgi_guide-421.txt")[:4]), 4, "no '|====|' rule"),
-        ("".join(_lines("a100-40gb_mig-lgi_guide-421.txt")[:7])[:-20] + "\n+----+\n", 7, "unrecognised GPU-instance row"),
+        (
+            "".join(_lines("a100-40gb_mig-lgi_guide-421.txt")[:7])[:-20] + "\n+----+\n",
+            7,
+            "unrecognised GPU-instance row",
+        ),
         (read("a100-40gb_mig-lgi_guide-421.txt").replace("GPU instances:", "GPU-Instanzen:"), 2, "localized"),
         (read("a100-40gb_mig-lci_howto.txt").replace("Compute instances:", "Compute-Instanzen:"), 2, "localized"),
         (read("a100-40gb_L_guide.txt")[:-30], 3, "unrecognised -L line"),
         ("GPU 0: A100-SXM4-40GB (UUID: GPU-e86cb44c)\nGPU 0: A100-SXM4-40GB (UUID: GPU-e86cb44d)\n", 2, "listed twice"),
         (read("a100-80gb_q_4gpu.txt").replace("Product Name", "Produktname"), 8, "no 'Product Name'"),
         (read("h100-80gb_q_della.txt").replace("    MIG Mode\n", "    MIG-Modus\n"), 8, "no 'MIG Mode'"),
-        (read("h100-80gb_q_della.txt").replace("Current                           : Disabled\n        Pending",
-                                                "Current                           : Désactivé\n        Pending", 1),
-         17, "expected one of"),
+        (
+            read("h100-80gb_q_della.txt").replace(
+                "Current                           : Disabled\n        Pending",
+                "Current                           : Désactivé\n        Pending",
+                1,
+            ),
+            17,
+            "expected one of",
+        ),
         ("".join(_lines("a100-80gb_q_4gpu.txt")[:20]), 8, "no 'GPU UUID'"),
         ("".join(_lines("a100-80gb_q_4gpu.txt")[:40]), 40, "ends before its 'Processes'"),
         ("".join(_lines("a100-80gb_q_4gpu.txt")[:7]), 7, "no GPU block follows"),
@@ -180,9 +203,9 @@ def test_the_whitepapers_awk_one_liner_prints_header_words_not_instances() -> No
     awk = shutil.which("awk")
     assert awk is not None, "awk is needed to show what the whitepaper's one-liner prints"
     text = read("a100-40gb_mig-lgi_guide-3g3g.txt")
-    paper = subprocess.run([awk, "/GPU/{g=$2} /Instance/{print g,$4,$6}"], input=text, capture_output=True,
-                           text=True, check=True)
+    paper = subprocess.run(
+        [awk, "/GPU/{g=$2} /Instance/{print g,$4,$6}"], input=text, capture_output=True, text=True, check=True
+    )
     assert paper.stdout == "GPU Profile Placement\n"  # the column-header line only; no instance is printed
-    fixed = subprocess.run([awk, "/MIG/{print $2, $4, $6, $7}"], input=text, capture_output=True, text=True,
-                           check=True)
+    fixed = subprocess.run([awk, "/MIG/{print $2, $4, $6, $7}"], input=text, capture_output=True, text=True, check=True)
     assert fixed.stdout == "0 3g.20gb 1 4:4\n0 3g.20gb 2 0:4\n"  # GPU, profile, GI id, placement
