@@ -51,7 +51,11 @@ def test_pair_grades() -> None:
 
 def test_backend_grades_and_allowed_backends() -> None:
     assert [backend_grade(b) for b in (B.WHOLE, B.MIG, B.MPS, B.TIME_SLICING)] == [
-        Grade.HARDWARE, Grade.HARDWARE, Grade.NONE, Grade.RUNTIME]
+        Grade.HARDWARE,
+        Grade.HARDWARE,
+        Grade.NONE,
+        Grade.RUNTIME,
+    ]
     assert backend_grade(B.MPS, mps_limited=True) is Grade.DRIVER
     assert backends_for_grade(Grade.HARDWARE) == (B.WHOLE, B.MIG)
     assert backends_for_grade(Grade.DRIVER, mps_limited=True) == (B.WHOLE, B.MIG, B.MPS)
@@ -83,17 +87,30 @@ def test_grades_per_job_node_and_tenant() -> None:
         "e1": (Grade.HARDWARE, Grade.RUNTIME, None),
     }
     assert report.nodes == {"n0": Grade.HARDWARE, "n1": Grade.NONE}
-    assert report.tenants == {"acme": Grade.HARDWARE, "bank": Grade.HARDWARE, "corp": Grade.NONE,
-                              "dev": Grade.NONE, "edu": Grade.HARDWARE}
+    assert report.tenants == {
+        "acme": Grade.HARDWARE,
+        "bank": Grade.HARDWARE,
+        "corp": Grade.NONE,
+        "dev": Grade.NONE,
+        "edu": Grade.HARDWARE,
+    }
     assert report.to_json()["jobs"][4] == {  # type: ignore[index]
-        "job": "c1", "tenant": "corp", "node": "n1", "gpu": 0, "backend": "mps", "grade": "none",
-        "slice_grade": "driver", "weakest_with": "d1",
-        "reason": "MPS clients without a memory limit (faults reach every client)"}
+        "job": "c1",
+        "tenant": "corp",
+        "node": "n1",
+        "gpu": 0,
+        "backend": "mps",
+        "grade": "none",
+        "slice_grade": "driver",
+        "weakest_with": "d1",
+        "reason": "MPS clients without a memory limit (faults reach every client)",
+    }
 
 
 def test_grade_policy_takes_the_stronger_of_tier_and_tenant() -> None:
-    policy = GradePolicy.from_mapping({"tiers": {"gold": "hardware", "bronze": "runtime"},
-                                       "tenants": {"bank": "driver"}})
+    policy = GradePolicy.from_mapping(
+        {"tiers": {"gold": "hardware", "bronze": "runtime"}, "tenants": {"bank": "driver"}}
+    )
     assert policy.required("gold", "acme") is Grade.HARDWARE
     assert policy.required("bronze", "bank") is Grade.DRIVER
     assert policy.required("silver", None) is Grade.NONE
@@ -119,15 +136,15 @@ def offered(view: ClusterState, node: int) -> tuple[SliceBackend, ...]:
 
 
 def test_filter_mask_and_reasons_on_a_mixed_cluster() -> None:
-    view = cluster([("exclusive", "A100-80GB"), ("mig", "A100-80GB"), ("shared", "A100-80GB"), (None, "T4"),
-                    ("mig", "T4")])
+    view = cluster(
+        [("exclusive", "A100-80GB"), ("mig", "A100-80GB"), ("shared", "A100-80GB"), (None, "T4"), ("mig", "T4")]
+    )
     req = ResourceRequest(4000, 8192, 1, 300, backends=(B.MIG, B.MPS, B.TIME_SLICING))  # no whole GPU accepted
     f = IsolationGradeFilter(Grade.HARDWARE)
     assert f.mask(view, req).tolist() == [False, True, False, False, False]
     reasons = f.reasons(view, req)
     assert reasons[1] is None
-    assert reasons[2] == ("pool offers whole/mps/time-slicing; the request may use only mig to get hardware "
-                          "isolation")
+    assert reasons[2] == ("pool offers whole/mps/time-slicing; the request may use only mig to get hardware isolation")
     assert IsolationGradeFilter(Grade.RUNTIME).mask(view, req).tolist() == [False, True, True, True, False]
     whole = ResourceRequest(4000, 8192, 2, 1000)
     assert f.mask(view, whole).all()

@@ -190,13 +190,19 @@ class JwksUrl:
         url: ``https://<instance>.attest.azure.net/certs``, ``https://portal.trustauthority.intel.com/certs``.
         lifespan_s: How long a fetched key set is cached.
         timeout_s: HTTP timeout.
+        refetch_cooldown_s: An unknown ``kid`` refetches the set at most this often (PyJWT's guard
+            against a flood of made-up kids; a rotated key is picked up after it).
     """
 
-    def __init__(self, url: str, *, lifespan_s: float = 300.0, timeout_s: float = 10.0) -> None:
+    def __init__(
+        self, url: str, *, lifespan_s: float = 300.0, timeout_s: float = 10.0, refetch_cooldown_s: float = 30.0
+    ) -> None:
         import jwt
 
         self.url = url
-        self._client = jwt.PyJWKClient(url, cache_keys=True, lifespan=lifespan_s, timeout=timeout_s)
+        self._client = jwt.PyJWKClient(
+            url, cache_keys=True, lifespan=lifespan_s, timeout=timeout_s, cooldown_duration=refetch_cooldown_s
+        )
 
     def key_for(self, token: str, kid: str) -> Any:
         import jwt

@@ -191,21 +191,26 @@ class AttestationRegistry:
         return rec
 
     def revoke(self, *, node: str | None = None, jti: str | None = None, reason: str = "revoked") -> list[str]:
-        """Revoke a node (sticky) or a token id; returns the nodes that lost trust."""
+        """Revoke a node (sticky until :meth:`reinstate`) or a token id (refused forever; its node must re-attest).
+
+        Returns the nodes that lost trust.
+        """
         hit: list[str] = []
         if jti is not None:
             self._revoked_jti.add(jti)
             for i, rec in enumerate(self._records):
                 if rec is not None and rec.jti == jti:
+                    self._state[i] = NodeState.NONE
+                    self._expires[i] = -np.inf
+                    self._records[i] = None
+                    self._reasons[i] = f"token {jti} revoked: {reason}"
                     hit.append(self._names[i])
         if node is not None:
-            self._slot(node)
-            hit.append(node)
-        for name in dict.fromkeys(hit):
-            i = self._index[name]
+            i = self._slot(node)
             self._state[i] = NodeState.REVOKED
             self._expires[i] = -np.inf
             self._reasons[i] = reason
+            hit.append(node)
         return list(dict.fromkeys(hit))
 
     def reinstate(self, node: str) -> None:
