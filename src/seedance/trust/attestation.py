@@ -324,6 +324,12 @@ class NonceStore:
         self._nonces[value] = _Nonce(node, now)
         return value
 
+    def adopt(self, value: str, node: str, issued_at: float) -> None:
+        """Accept a nonce issued elsewhere (by the control plane, or the operator) as if this store issued it."""
+        if not value:
+            raise InputError("empty nonce", field="nonce")
+        self._nonces[value] = _Nonce(node, issued_at)
+
     def consume(self, value: str, node: str, now: float) -> None:
         """Accept ``value`` once, for the node it was issued to, within the TTL (else :class:`AttestationRejected`)."""
         n = self._nonces.get(value)
