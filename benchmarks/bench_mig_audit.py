@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/bench_mig_audit.py [--repeat 30] [--json out.json]
 
-1. Corpus (``seedance.trust.faults``): every real fixture of ``tests/trust/fixtures/nvsmi`` alone
+1. Corpus (``seedance.trust.corpus``): every real fixture of ``tests/trust/fixtures/nvsmi`` alone
    and in its consistent pairs, plus 8 nodes (2 per MIG model, 3 GPUs each) whose layouts the
    geometry planner chose, rendered as ``-L`` / ``mig -lgi`` / ``mig -lci`` / ``-q``, with the
    planner's plan as the drift reference; each clean case gets one twin with one injected fault
@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from seedance.slicing.mig import Instance, mig_gpu  # noqa: E402
 from seedance.trust.audit import audit  # noqa: E402
-from seedance.trust.faults import all_faults, build_corpus, evaluate_corpus  # noqa: E402
+from seedance.trust.corpus import all_faults, build_corpus, evaluate_corpus  # noqa: E402
 from seedance.trust.nvsmi import parse_output  # noqa: E402
 from seedance.trust.render import (  # noqa: E402
     RenderGpu,

@@ -13,9 +13,10 @@ from hypothesis import strategies as st
 
 from seedance.cli.main import main
 from seedance.core.errors import InputError
-from seedance.slicing.mig import Instance, enumerate_layouts, mig_gpus
+from seedance.slicing.mig import Instance, enumerate_layouts, mig_gpu, mig_gpus
 from seedance.trust.audit import Severity, audit, model_of_product
-from seedance.trust.faults import FAULT_CLASSES, all_faults, build_corpus, evaluate_corpus
+from seedance.trust.corpus import all_faults, build_corpus, evaluate_corpus
+from seedance.trust.faults import FAULT_CLASSES
 from seedance.trust.nvsmi import parse_output
 from seedance.trust.plan import parse_plan_document, planned_by_index
 from seedance.trust.render import (
@@ -223,18 +224,9 @@ def test_drift_against_the_planners_json_plan(tmp_path: Path) -> None:
     doc = json.loads(out.read_text())
     by_index = planned_by_index(parse_plan_document(doc, "plan.json"), node="node-7")
     assert set(by_index) == {0, 1}
-    rows = [
-        (
-            i,
-            inst.profile,
-            {"3g.40gb": 9, "4g.40gb": 5, "2g.20gb": 14, "1g.10gb": 19, "1g.20gb": 15, "7g.80gb": 0}[inst.profile],
-            1 + k,
-            inst.start,
-            {"3g": 4, "4g": 4, "2g": 2, "1g": 1, "7g": 8}[inst.profile[:2]] if inst.profile != "1g.20gb" else 2,
-        )
-        for i, lay in by_index.items()
-        for k, inst in enumerate(lay)
-    ]
+    g = mig_gpu("A100-80GB")
+    gpus = [RenderGpu(i, g, "NVIDIA A100-SXM4-80GB", fake_uuid("GPU", i), lay) for i, lay in by_index.items()]
+    rows = gpu_instance_rows(gpus)
     assert run(lgi(*rows), plan=by_index) == []
     assert [c for c, *_ in run(lgi(*rows[1:]), plan=by_index)] == ["drift"]
     # the CLI path: --plan with --node, exit 1 on drift, the fix names the missing instance

@@ -29,287 +29,25 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from enum import StrEnum
-from typing import Any
 
 from seedance.core.errors import InputError, UnknownNameError
-from seedance.slicing.mig import Instance, MigGpu, enumerate_layouts, format_layout, mig_gpu, mig_gpus
-from seedance.trust.nvsmi import (
-    ComputeInstanceRow,
-    GpuInstanceRow,
-    ListedMigDevice,
-    OutputKind,
-    ParsedOutput,
-    QueriedGpu,
-)
+from seedance.slicing.mig import Instance, enumerate_layouts, format_layout
+from seedance.trust.findings import SEVERITY, AuditReport, Check, Finding, Severity
+from seedance.trust.models import ci_slices_of, gi_profile_of, model_of_product, models_of_profiles
+from seedance.trust.node import GpuView, NodeView
+from seedance.trust.nvsmi import ComputeInstanceRow, GpuInstanceRow, OutputKind, ParsedOutput
 from seedance.trust.render import CI_PROFILE_ID, CI_PROFILE_SLICES
 
-
-class Severity(StrEnum):
-    """How bad a finding is; any ``error`` makes ``seedancectl mig audit`` exit 1."""
-
-    ERROR = "error"
-    WARNING = "warning"
-    INFO = "info"
-
-
-class Check(StrEnum):
-    """Audit check classes."""
-
-    DUPLICATE_UUID = "duplicate-uuid"
-    DUPLICATE_ID = "duplicate-id"
-    GI_ILLEGAL = "gi-illegal-placement"
-    GI_OVERLAP = "gi-overlap"
-    CI_EXCEEDS_GI = "ci-exceeds-gi"
-    CI_ORPHAN = "ci-orphan"
-    GI_WITHOUT_CI = "gi-without-ci"
-    MIG_PENDING = "mig-pending-reset"
-    MIG_NO_INSTANCES = "mig-no-instances"
-    VIEW_MISMATCH = "view-mismatch"
-    DRIFT = "drift"
-    UNSUPPORTED = "unsupported-model"
-
-
-SEVERITY: Mapping[Check, Severity] = {
-    Check.DUPLICATE_UUID: Severity.ERROR,
-    Check.DUPLICATE_ID: Severity.ERROR,
-    Check.GI_ILLEGAL: Severity.ERROR,
-    Check.GI_OVERLAP: Severity.ERROR,
-    Check.CI_EXCEEDS_GI: Severity.ERROR,
-    Check.CI_ORPHAN: Severity.ERROR,
-    Check.GI_WITHOUT_CI: Severity.WARNING,
-    Check.MIG_PENDING: Severity.ERROR,
-    Check.MIG_NO_INSTANCES: Severity.WARNING,
-    Check.VIEW_MISMATCH: Severity.ERROR,
-    Check.DRIFT: Severity.ERROR,
-    Check.UNSUPPORTED: Severity.INFO,
-}
-
-
-@dataclass(frozen=True, slots=True)
-class Finding:
-    """One audit finding."""
-
-    check: Check
-    gpu: int | None
-    source: str | None
-    line: int | None
-    message: str
-    fix: str
-
-    @property
-    def severity(self) -> Severity:
-        """Severity of the finding's check."""
-        return SEVERITY[self.check]
-
-    def to_json(self) -> dict[str, Any]:
-        """``{"check", "severity", "gpu", "line", "message", "fix", "source"}``."""
-        return {
-            "check": self.check.value,
-            "severity": self.severity.value,
-            "gpu": self.gpu,
-            "line": self.line,
-            "message": self.message,
-            "fix": self.fix,
-            "source": self.source,
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class AuditReport:
-    """Findings of one node's outputs."""
-
-    findings: tuple[Finding, ...]
-    files: tuple[tuple[str, str], ...]
-    gpus: tuple[tuple[int, str], ...]
-
-    @property
-    def has_errors(self) -> bool:
-        """Whether any finding is an error."""
-        return any(f.severity is Severity.ERROR for f in self.findings)
-
-    def checks(self) -> set[Check]:
-        """Check classes that fired."""
-        return {f.check for f in self.findings}
-
-    def to_json(self) -> dict[str, Any]:
-        """JSON document ``{"findings": [...], "files": [...], "gpus": [...], "summary": {...}}``."""
-        counts = Counter(f.severity.value for f in self.findings)
-        return {
-            "findings": [f.to_json() for f in self.findings],
-            "files": [{"source": s, "kind": k} for s, k in self.files],
-            "gpus": [{"gpu": g, "model": m} for g, m in self.gpus],
-            "summary": {s.value: counts.get(s.value, 0) for s in Severity},
-        }
-
-
-# ---------------------------------------------------------------------------- models
-
-_PRODUCTS: tuple[tuple[re.Pattern[str], str | None], ...] = (
-    (re.compile(r"H100.*(NVL|94GB|96GB)|GH200", re.I), None),  # other MIG tables (1g.12gb, ...)
-    (re.compile(r"A100.*40GB", re.I), "A100-40GB"),
-    (re.compile(r"A100.*80GB", re.I), "A100-80GB"),
-    (re.compile(r"H100", re.I), "H100-80GB"),
-    (re.compile(r"H200", re.I), "H200"),
-)
-
-
-def model_of_product(product: str) -> MigGpu | None:
-    """MIG geometry of a product name as ``nvidia-smi`` prints it (``None``: no MIG table for it)."""
-    for pattern, model in _PRODUCTS:
-        if pattern.search(product):
-            return mig_gpu(model) if model else None
-    return None
-
-
-def models_of_profiles(names: Sequence[str]) -> list[MigGpu]:
-    """Every MIG model whose profile table holds all ``names`` (A100-80GB and H100-80GB share names)."""
-    wanted = set(names)
-    return [g for g in mig_gpus() if wanted <= set(g.names())]
-
-
-def gi_profile_of(name: str) -> str:
-    """The GPU-instance profile a MIG device / CI name belongs to (``1c.3g.20gb`` -> ``3g.20gb``)."""
-    m = re.match(r"^\d+c\.(.+)$", name)
-    return m.group(1) if m else name
-
-
-def ci_slices_of(name: str) -> int | None:
-    """Compute slices of a CI named ``name`` (``1c.3g.20gb`` -> 1, ``3g.20gb`` -> 3)."""
-    m = re.match(r"^(\d+)c\.", name)
-    if m:
-        return int(m.group(1))
-    head = re.match(r"^(\d+)g\.", name)
-    return int(head.group(1)) if head else None
-
-
-# ---------------------------------------------------------------------------- node view
-
-
-@dataclass
-class _Gpu:
-    index: int
-    uuid: str | None = None
-    uuid_where: tuple[str, int] | None = None
-    product: str | None = None
-    model: MigGpu | None = None
-    model_note: str = ""
-    query: QueriedGpu | None = None
-    query_source: str | None = None
-    gis: list[GpuInstanceRow] = field(default_factory=list)
-    cis: list[ComputeInstanceRow] = field(default_factory=list)
-    devices: list[ListedMigDevice] = field(default_factory=list)
-
-    @property
-    def mig_rows(self) -> bool:
-        return bool(self.gis or self.cis or self.devices)
-
-
-class _Node:
-    """The joined view of one node's outputs and the findings gathered while checking it."""
-
-    def __init__(self, outputs: Sequence[ParsedOutput]) -> None:
-        by_kind: dict[OutputKind, ParsedOutput] = {}
-        for o in outputs:
-            if o.kind in by_kind:
-                raise InputError(
-                    f"two {o.kind.value} outputs ({by_kind[o.kind].source}, {o.source}): audit one node at a time",
-                    source=o.source,
-                )
-            by_kind[o.kind] = o
-        self.outputs = by_kind
-        self.findings: list[Finding] = []
-        self.gpus: dict[int, _Gpu] = {}
-        self._join()
-
-    def add(self, check: Check, gpu: int | None, source: str | None, line: int | None, message: str, fix: str) -> None:
-        self.findings.append(Finding(check, gpu, source, line, message, fix))
-
-    def gpu(self, index: int) -> _Gpu:
-        if index not in self.gpus:
-            self.gpus[index] = _Gpu(index)
-        return self.gpus[index]
-
-    def _join(self) -> None:
-        listing = self.outputs.get(OutputKind.LIST)
-        if listing:
-            for g in listing.gpus:
-                v = self.gpu(g.index)
-                v.uuid, v.uuid_where, v.product = g.uuid, (listing.source, g.line), g.product
-            for d in listing.mig_devices:
-                self.gpu(d.gpu).devices.append(d)
-        lgi = self.outputs.get(OutputKind.GPU_INSTANCES)
-        if lgi:
-            for r in lgi.gpu_instances:
-                self.gpu(r.gpu).gis.append(r)
-        lci = self.outputs.get(OutputKind.COMPUTE_INSTANCES)
-        if lci:
-            for c in lci.compute_instances:
-                self.gpu(c.gpu).cis.append(c)
-        query = self.outputs.get(OutputKind.QUERY)
-        if query:
-            by_uuid = {v.uuid: v for v in self.gpus.values() if v.uuid}
-            for q in query.queried:
-                if listing:
-                    v_or_none = by_uuid.get(q.uuid)
-                    if v_or_none is None:
-                        self.add(
-                            Check.VIEW_MISMATCH,
-                            None,
-                            query.source,
-                            q.line,
-                            f"-q GPU {q.bus_id} ({q.uuid}) is not in {listing.source}: "
-                            "the files come from different nodes",
-                            "capture all outputs on the same node, in one go (nvidia-smi -L; nvidia-smi mig -lgi; "
-                            "nvidia-smi mig -lci; nvidia-smi -q)",
-                        )
-                        continue
-                    v = v_or_none
-                else:
-                    v = self.gpu(q.position)
-                    if v.uuid is None:
-                        v.uuid, v.uuid_where = q.uuid, (query.source, q.line)
-                v.query, v.query_source = q, query.source
-                v.product = v.product or q.product
-            if listing and query.attached == len(query.queried):
-                seen = {q.uuid for q in query.queried}
-                for v in self.gpus.values():
-                    if v.uuid and v.uuid not in seen and v.uuid_where:
-                        self.add(
-                            Check.VIEW_MISMATCH,
-                            v.index,
-                            v.uuid_where[0],
-                            v.uuid_where[1],
-                            f"GPU {v.index} ({v.uuid}) is missing from the full -q output {query.source}",
-                            "capture all outputs on the same node, in one go",
-                        )
-        for v in self.gpus.values():
-            self._model(v)
-
-    def _model(self, v: _Gpu) -> None:
-        if v.product:
-            v.model = model_of_product(v.product)
-            v.model_note = v.model.model if v.model else f"{v.product} (no MIG table)"
-            return
-        names = sorted(
-            {r.profile for r in v.gis}
-            | {gi_profile_of(c.profile) for c in v.cis}
-            | {gi_profile_of(d.profile) for d in v.devices}
-        )
-        if not names:
-            return
-        cands = models_of_profiles(names)
-        exact = [g for g in cands if all(_row_matches(g, r) for r in v.gis)]  # 1g.10gb: A100-40GB or -80GB
-        cands = exact or cands
-        v.model = cands[0] if cands else None
-        v.model_note = (" or ".join(c.model for c in cands) + " (from profile names)") if cands else "unknown"
-
-
-def _row_matches(g: MigGpu, r: GpuInstanceRow) -> bool:
-    p = g.profile(r.profile)
-    return p.profile_id == r.profile_id and p.memory_slices == r.size
-
+__all__ = [
+    "SEVERITY",
+    "AuditReport",
+    "Check",
+    "Finding",
+    "Severity",
+    "audit",
+    "model_of_product",
+    "models_of_profiles",
+]
 
 # ---------------------------------------------------------------------------- checks
 
@@ -326,7 +64,7 @@ def _replan(gpu: int) -> str:
     return f"re-plan GPU {gpu} with `seedancectl mig plan` and recreate its instances"
 
 
-def _check_uuids(node: _Node) -> None:
+def _check_uuids(node: NodeView) -> None:
     seen: dict[str, tuple[str, int]] = {}
     listing = node.outputs.get(OutputKind.LIST)
     entries: list[tuple[str, int | None, str, int]] = []
@@ -365,7 +103,7 @@ def _check_uuids(node: _Node) -> None:
                 )
 
 
-def _check_gis(node: _Node, v: _Gpu, source: str) -> None:
+def _check_gis(node: NodeView, v: GpuView, source: str) -> None:
     ids: dict[int, GpuInstanceRow] = {}
     for r in v.gis:
         if r.gi in ids:
@@ -450,7 +188,7 @@ def _check_gis(node: _Node, v: _Gpu, source: str) -> None:
         placed.append((r, mask))
 
 
-def _check_devices_fit(node: _Node, v: _Gpu, source: str, layouts: dict[str, list[Counter[str]]]) -> None:
+def _check_devices_fit(node: NodeView, v: GpuView, source: str, layouts: dict[str, list[Counter[str]]]) -> None:
     """Without ``-lgi``: the MIG devices of ``-L`` must be a multiset some legal layout holds."""
     g = v.model
     if g is None or not v.devices:
@@ -483,7 +221,7 @@ def _check_devices_fit(node: _Node, v: _Gpu, source: str, layouts: dict[str, lis
         )
 
 
-def _check_cis(node: _Node, v: _Gpu, source: str, have_lgi: bool) -> None:
+def _check_cis(node: NodeView, v: GpuView, source: str, have_lgi: bool) -> None:
     gis = {r.gi: r for r in v.gis}
     by_gi: dict[int, list[ComputeInstanceRow]] = {}
     seen: set[tuple[int, int]] = set()
@@ -576,7 +314,7 @@ def _check_cis(node: _Node, v: _Gpu, source: str, have_lgi: bool) -> None:
                 )
 
 
-def _check_modes(node: _Node, v: _Gpu) -> None:
+def _check_modes(node: NodeView, v: GpuView) -> None:
     q = v.query
     lgi = node.outputs.get(OutputKind.GPU_INSTANCES)
     listing = node.outputs.get(OutputKind.LIST)
@@ -653,7 +391,7 @@ def _check_modes(node: _Node, v: _Gpu) -> None:
         )
 
 
-def _check_drift(node: _Node, plan: Mapping[int, Sequence[Instance]], plan_source: str) -> None:
+def _check_drift(node: NodeView, plan: Mapping[int, Sequence[Instance]], plan_source: str) -> None:
     lgi = node.outputs.get(OutputKind.GPU_INSTANCES)
     if lgi is None:
         raise InputError("drift needs the node's `nvidia-smi mig -lgi` output next to --plan", source=plan_source)
@@ -697,7 +435,7 @@ def audit(
         plan: Planned GPU instances by GPU index (:func:`seedance.trust.plan.load_planned_layouts`).
         plan_source: Name of the plan file (in findings).
     """
-    node = _Node(outputs)
+    node = NodeView(outputs)
     _check_uuids(node)
     lgi = node.outputs.get(OutputKind.GPU_INSTANCES)
     lci = node.outputs.get(OutputKind.COMPUTE_INSTANCES)

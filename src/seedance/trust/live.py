@@ -25,9 +25,7 @@ COMMANDS: tuple[tuple[str, tuple[str, ...], OutputKind], ...] = (
 _ANSWERS = ("No MIG-enabled devices found", "No GPU instances found", "No compute instances found")
 
 
-def capture_live(
-    nvidia_smi: str = "nvidia-smi", *, timeout_s: float = 60.0
-) -> list[tuple[str, str, OutputKind]]:
+def capture_live(nvidia_smi: str = "nvidia-smi", *, timeout_s: float = 60.0) -> list[tuple[str, str, OutputKind]]:
     """``(command, output, kind)`` for the audit's four commands, run on this machine.
 
     Raises:
