@@ -194,7 +194,8 @@ def parse_output(text: str, source: str = "output", *, kind: OutputKind | None =
     is the answer of both ``mig -lgi`` and ``mig -lci``, so the content alone cannot tell them apart.
     """
     detected = detect_kind(text, source)
-    if kind is None or _nonblank(text.splitlines())[0][1].strip().startswith(_NO_MIG) is False:
+    ambiguous = _placeholder(text, _NO_MIG) and kind in (OutputKind.GPU_INSTANCES, OutputKind.COMPUTE_INSTANCES)
+    if not ambiguous:
         kind = detected
     if kind is OutputKind.LIST:
         return parse_list(text, source)
