@@ -25,6 +25,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "seedance.cli.inference",
     "seedance.cli.k8s",
     "seedance.cli.mig",
+    "seedance.cli.trust",
     "seedance.cli.explain",
     "seedance.cli.serve",
     "seedance.cli.config",

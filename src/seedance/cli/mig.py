@@ -1,4 +1,4 @@
-"""``seedancectl mig``: MIG profiles, legal geometries, layout checks and the geometry planner.
+"""``seedancectl mig``: MIG profiles, legal geometries, layout checks, the geometry planner and the audit.
 
 Also holds the glue behind ``seedancectl simulate --slices mig`` (free sharing vs MIG pools on
 the same seeds).
@@ -21,6 +21,7 @@ from seedance.core.errors import InputError
 if TYPE_CHECKING:
     from seedance.slicing.planner import MigPlan
     from seedance.slicing.sim import IsolationCost
+    from seedance.trust.audit import AuditReport
 
 
 class Output(StrEnum):
@@ -29,6 +30,13 @@ class Output(StrEnum):
     table = "table"
     json = "json"
     yaml = "yaml"
+
+
+class AuditOutput(StrEnum):
+    """Audit output formats."""
+
+    table = "table"
+    json = "json"
 
 
 class ObjectiveOpt(StrEnum):
@@ -51,7 +59,10 @@ def _emit(obj: Any, output: Output, table: Any, out: Path | None = None) -> None
 
 def register(app: typer.Typer) -> None:
     """Add the ``mig`` command group."""
-    mig = typer.Typer(help="MIG: profiles, legal geometries, layout checks, geometry planning.", no_args_is_help=True)
+    mig = typer.Typer(
+        help="MIG: profiles, legal geometries, layout checks, geometry planning, configuration audit.",
+        no_args_is_help=True,
+    )
     app.add_typer(mig, name="mig")
 
     @mig.command("profiles")
@@ -199,6 +210,59 @@ def register(app: typer.Typer) -> None:
             table.add_row(*(str(r[c]) for c in r))
         _emit({"gpus": len(slots), "model": g.model, "objective": obj, "rows": rows}, output, table)
 
+    @mig.command("audit")
+    def audit_cmd(
+        from_: Annotated[
+            list[Path] | None,
+            typer.Option("--from", help="A captured nvidia-smi -L, mig -lgi, mig -lci or -q output (repeatable)."),
+        ] = None,
+        live: Annotated[bool, typer.Option("--live", help="Run the four nvidia-smi listings on this node.")] = False,
+        plan: Annotated[
+            Path | None, typer.Option(help="Planned layouts (seedancectl mig plan -o json) to check drift against.")
+        ] = None,
+        node: Annotated[str | None, typer.Option(help="Node name of the plan's NODE/gpu-I GPUs.")] = None,
+        gpu_map: Annotated[
+            list[str] | None, typer.Option(help="Plan GPU name to nvidia-smi index, NAME=INDEX (repeatable).")
+        ] = None,
+        output: Annotated[AuditOutput, typer.Option("-o", "--output", help="Output format.")] = AuditOutput.table,
+        out: Annotated[Path | None, typer.Option(help="Also write the output to this file.")] = None,
+    ) -> None:
+        """Audit one node's MIG configuration (exit 1 when a finding is an error)."""
+        from seedance.trust.audit import audit
+        from seedance.trust.live import capture_live
+        from seedance.trust.nvsmi import OutputKind, parse_output
+        from seedance.trust.plan import load_plan, planned_by_index
+
+        if bool(from_) == live:
+            raise InputError("give --from FILE (repeatable) or --live, not both", source="--from")
+        captured: list[tuple[str, str, OutputKind | None]] = []
+        for f in from_ or []:
+            try:
+                captured.append((str(f), f.read_text(encoding="utf-8", errors="strict"), None))
+            except (OSError, UnicodeDecodeError) as exc:
+                raise InputError(f"cannot read: {exc}", source=str(f)) from exc
+        if live:
+            captured = list(capture_live())
+        outputs = [parse_output(text, name, kind=kind) for name, text, kind in captured]
+        planned = None
+        if plan is not None:
+            mapping = None
+            if gpu_map:
+                mapping = {}
+                for item in gpu_map:
+                    name, sep, index = item.rpartition("=")
+                    if not sep or not name or not index.isdigit():
+                        raise InputError(f"expected NAME=INDEX, got {item!r}", source="--gpu-map")
+                    mapping[name] = int(index)
+            planned = planned_by_index(load_plan(plan), node=node, gpu_map=mapping, source=str(plan))
+        report = audit(outputs, planned, plan_source=str(plan) if plan else "plan")
+        if output is AuditOutput.json:
+            emit(dumps(report.to_json()), out)
+        else:
+            emit(_audit_table(report), out)
+        if report.has_errors:
+            raise typer.Exit(1)
+
 
 def _fit_cols(fit: Any) -> dict[str, Any]:
     return {
@@ -207,6 +271,24 @@ def _fit_cols(fit: Any) -> dict[str, Any]:
         "served_milli": fit.served_milli,
         "served_milli_pct": fit.served_milli_pct,
     }
+
+
+def _audit_table(report: AuditReport) -> Table:
+    summary = report.to_json()["summary"]
+    files = ", ".join(f"{s} ({k})" for s, k in report.files)
+    table = Table(
+        title=f"MIG audit of {files}: {summary['error']} error(s), {summary['warning']} warning(s), "
+        f"{summary['info']} info",
+        show_lines=True,
+    )
+    for col in ("severity", "check", "gpu", "where", "message", "fix"):
+        table.add_column(col, overflow="fold")
+    for f in report.findings:
+        where = f"{f.source}:{f.line}" if f.line is not None else (f.source or "")
+        table.add_row(f.severity.value, f.check.value, "-" if f.gpu is None else str(f.gpu), where, f.message, f.fix)
+    if not report.findings:
+        table.add_row("ok", "-", "-", "-", "no findings: " + "; ".join(f"GPU {g} {m}" for g, m in report.gpus), "-")
+    return table
 
 
 def _plan_table(result: MigPlan, summary: bool) -> Table:
