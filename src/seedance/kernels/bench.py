@@ -14,9 +14,9 @@ as ``compile_s``), then ``runs`` timed forwards in ``torch.inference_mode()``.
   of ``max_memory_allocated``; allocator scratch outside PyTorch's allocator (oneDNN's) is not seen.
 
 Variants: ``eager`` (the model as written), ``compiled`` (``torch.compile``, Inductor, default
-mode), ``fused`` (BERT: the feed-forward up-projection + GELU run by
-:class:`~seedance.kernels.fused.FusedLinear`, the Triton kernel on a GPU, one GEMM + in-place GELU
-on the CPU; ResNet-50: every BatchNorm folded into its convolution).
+mode), ``fused`` (BERT: the feed-forward up-projection + GELU as one fused kernel: the Triton kernel
+on a GPU, the TVM kernel of :mod:`seedance.kernels.tvm_fused` on the CPU when ``apache-tvm`` is
+installed (else one GEMM + in-place GELU); ResNet-50: every BatchNorm folded into its convolution).
 """
 
 from __future__ import annotations
@@ -63,8 +63,11 @@ def _bert_inputs(batch: int, opts: Any) -> Any:
 
 def _bert_fuse(m: Any) -> Any:
     from seedance.kernels.models.bert import fuse_bert_ffn
+    from seedance.kernels.tvm_fused import available
 
-    return fuse_bert_ffn(m)
+    on_cpu = next(m.parameters()).device.type == "cpu"
+    fp32 = next(m.parameters()).dtype.is_floating_point and next(m.parameters()).element_size() == 4
+    return fuse_bert_ffn(m, backend="tvm" if on_cpu and fp32 and available() else "triton")
 
 
 def _resnet_build() -> Any:

@@ -119,13 +119,25 @@ class BertModel(nn.Module):
         return float(c.layers * (per_layer + attn) + 2 * c.hidden * c.hidden)
 
 
-def fuse_bert_ffn(model: BertModel, *, tiles: Tiles = Tiles(), seed: int = 0) -> BertModel:
-    """Replace each layer's up-projection + GELU with the fused kernel, in place (same parameters)."""
+def fuse_bert_ffn(model: BertModel, *, tiles: Tiles = Tiles(), seed: int = 0, backend: str = "triton") -> BertModel:
+    """Replace each layer's up-projection + GELU with a fused kernel, in place.
+
+    ``backend="triton"``: :class:`~seedance.kernels.fused.FusedLinear` sharing the parameters (the
+    Triton kernel on a GPU). ``backend="tvm"``: the TVM CPU kernel (:mod:`seedance.kernels.tvm_fused`,
+    inference only; the weight is moved to ``K x N`` layout).
+    """
+    if backend not in ("triton", "tvm"):
+        raise ValueError(f"unknown backend {backend!r}; valid: triton, tvm")
     for i, layer in enumerate(model.layers):
         inter = layer.intermediate
         if isinstance(inter, _Intermediate):
-            layer.intermediate = FusedLinear.from_linear(inter.dense, activation="gelu", p=0.0,
-                                                         seed=(seed + i) % 2**31, tiles=tiles)
+            if backend == "tvm":
+                from seedance.kernels.tvm_fused import tvm_linear_module
+
+                layer.intermediate = tvm_linear_module(inter.dense, "gelu")
+            else:
+                layer.intermediate = FusedLinear.from_linear(inter.dense, activation="gelu", p=0.0,
+                                                             seed=(seed + i) % 2**31, tiles=tiles)
     return model
 
 
