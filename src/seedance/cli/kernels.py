@@ -49,13 +49,15 @@ def register(app: typer.Typer) -> None:
     @grp.command("bench")
     def bench(
         models: Annotated[str, typer.Option(help="Comma-separated: bert-base, resnet-50.")] = "bert-base,resnet-50",
-        variants: Annotated[str, typer.Option(help="Comma-separated: eager, compiled, fused.")] = "eager,compiled,fused",
+        variants: Annotated[str, typer.Option(help="Comma-separated: eager, compiled, fused.")
+                            ] = "eager,compiled,fused",
         batches: Annotated[str, typer.Option(help="Comma-separated batch sizes.")] = "1,2",
         runs: Annotated[int, typer.Option(help="Timed forwards per variant (after warm-up).")] = 100,
         warmup: Annotated[int, typer.Option(help="Untimed forwards first (compilation happens here).")] = 5,
         device: Annotated[str, typer.Option(help="cpu or cuda.")] = "cpu",
         dtype: Annotated[str, typer.Option(help="float32, bfloat16 or float16.")] = "float32",
         seq_len: Annotated[int, typer.Option(help="BERT sequence length.")] = 128,
+        image_size: Annotated[int, typer.Option(help="ResNet-50 image side (pixels).")] = 224,
         threads: Annotated[int | None, typer.Option(help="torch.set_num_threads (default: torch's).")] = None,
         output: Annotated[Output, typer.Option("-o", "--output")] = Output.table,
         out: Annotated[Path | None, typer.Option("--out", help="Write the measured profile (JSON) here.")] = None,
@@ -70,12 +72,13 @@ def register(app: typer.Typer) -> None:
         except ValueError:
             raise InputError(f"not a list of integers: {batches!r}", source="--batches") from None
         opts = BenchOptions(models=tuple(split_names(models)), variants=tuple(split_names(variants)), batches=bs,
-                            runs=runs, warmup=warmup, device=device, dtype=dtype, seq_len=seq_len, threads=threads)
+                            runs=runs, warmup=warmup, device=device, dtype=dtype, seq_len=seq_len,
+                            image_size=image_size, threads=threads)
         doc = run_bench(opts, progress=lambda msg: typer.echo(msg, err=True))
         doc["command"] = "seedancectl kernels bench " + " ".join(
             f"--{k} {v}" for k, v in (("models", models), ("variants", variants), ("batches", batches),
                                        ("runs", runs), ("warmup", warmup), ("device", device), ("dtype", dtype),
-                                       ("seq-len", seq_len)))
+                                       ("seq-len", seq_len), ("image-size", image_size)))
         if out:
             write_text(out, dumps(doc) + "\n")
         rows = ratios(parse_profile(doc, source="measurement"))

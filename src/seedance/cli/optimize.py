@@ -130,8 +130,12 @@ def register(app: typer.Typer) -> None:
         from seedance.optimize.families import get_family
         from seedance.optimize.search import NsgaSettings, Slo
         from seedance.optimize.space import SpaceOptions
-        from seedance.optimize.submit import pick
+        from seedance.optimize.submit import PICKS, pick
 
+        if pick_rule not in PICKS:
+            from seedance.core.errors import InputError
+
+            raise InputError(f"unknown pick {pick_rule!r}; valid: {', '.join(PICKS)}", source="--pick")
         fam = get_family(family)
         if slo_ms is not None and not slo_ms > 0:
             from seedance.core.errors import InputError

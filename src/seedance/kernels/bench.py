@@ -139,7 +139,7 @@ def _cpu_activation_peak(fn: Callable[[], Any]) -> float:
 
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         fn()
-    events = sorted((e.start_ns(), e.nbytes()) for e in prof.profiler.kineto_results.events()  # type: ignore[union-attr]
+    events = sorted((e.start_ns(), e.nbytes()) for e in prof.profiler.kineto_results.events()
                     if e.name() == "[memory]")
     cur = peak = 0
     for _, n in events:
@@ -199,7 +199,8 @@ def run_bench(opts: BenchOptions, *, progress: Callable[[str], None] | None = No
                 for i in range(opts.runs):
                     for v, m in built.items():
                         if cuda:
-                            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                            start = torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
+                            end = torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
                             start.record()
                             m(x)
                             end.record()
@@ -222,7 +223,10 @@ def run_bench(opts: BenchOptions, *, progress: Callable[[str], None] | None = No
                         peak = torch.cuda.max_memory_allocated() / MIB
                         act = max(peak - base, 0.0)
                     else:
-                        act = _cpu_activation_peak(lambda m=m: m(x))
+                        def once(m: Any = m, x: Any = x) -> Any:
+                            return m(x)
+
+                        act = _cpu_activation_peak(once)
                         peak = w + act
                     ts = times[v]
                     rows.append({"model": spec.name, "variant": v, "batch": batch, "runs": len(ts),

@@ -165,7 +165,7 @@ def fused_linear_act_dropout(x: Tensor, w: Tensor, b: Tensor, p: float = 0.0, *,
         return reference_linear_act_dropout(x, w, b, p, seed=seed, activation=activation)
     lead = x.shape[:-1]
     x2 = x.reshape(-1, x.shape[-1])
-    out = _FusedFn.apply(x2, w, b, float(p), check_seed(seed), activation, tiles)
+    out = _FusedFn.apply(x2, w, b, float(p), check_seed(seed), activation, tiles)  # type: ignore[no-untyped-call]
     return out.reshape(*lead, w.shape[1])  # type: ignore[no-any-return]
 
 
@@ -203,7 +203,7 @@ class FusedLinear(torch.nn.Module):
                     tiles: Tiles = Tiles()) -> FusedLinear:
         """Wrap an existing linear layer's parameters (shared, not copied)."""
         m = cls(linear.in_features, linear.out_features, activation=activation, p=p, seed=seed, tiles=tiles)
-        m.weight = linear.weight
+        m.weight = linear.weight  # type: ignore[assignment]  # shared, not copied
         if linear.bias is None:
             m.bias = torch.nn.Parameter(torch.zeros(linear.out_features, dtype=linear.weight.dtype,
                                                     device=linear.weight.device), requires_grad=False)

@@ -1,3 +1,4 @@
+# mypy: disable-error-code="untyped-decorator,no-untyped-def"
 """Triton kernels of the fused linear + activation + dropout (importing this module imports triton).
 
 ``_fused_fwd`` computes one ``BLOCK_M x BLOCK_N`` tile of ``dropout(act(x @ w + b))``: the product

@@ -19,8 +19,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from seedance.kernels.fused import ACTIVATIONS
 
 
@@ -126,7 +124,7 @@ class TvmFusedLinear:
 
 
 def tvm_linear_module(linear: Any, activation: str) -> Any:
-    """An ``nn.Module`` computing ``act(linear(x))`` with the TVM kernel (weights moved to ``K x N``, not copied twice)."""
+    """An ``nn.Module`` computing ``act(linear(x))`` with the TVM kernel (its weight moved to ``K x N``)."""
     import torch
 
     class TvmLinearAct(torch.nn.Module):

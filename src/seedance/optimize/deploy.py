@@ -90,7 +90,8 @@ def run_deploy(family: Family, slo: Slo, *, options: SpaceOptions | None = None,
         r = run_nsga2(space, slo, settings, seed=seed)
         hv, ex_hv, ratio = hv_ratio(space, exact, r.indices)
         runs.append({"seed": seed, "seconds": round(r.seconds, 3), "evaluations": r.evaluations,
-                     "front_size": int(len(r.indices)), "hypervolume": round(hv, 6), "hypervolume_ratio": round(ratio, 6)})
+                     "front_size": int(len(r.indices)), "hypervolume": round(hv, 6),
+                     "hypervolume_ratio": round(ratio, 6)})
         if first is None:
             first = (r, hv, ex_hv, ratio)
     assert first is not None

@@ -259,8 +259,10 @@ FAMILIES.add("detr", Family(
     name="detr", task="object detection", metric="COCO val AP", kind="vision",
     variants=(
         Variant("detr-r50", 41e6, 2 * 86, {"fp16": _acc(42.0, _DP)}, (_DP,), published_ms={"V100-32GB": 1000 / 28}),
-        Variant("detr-r101", 60e6, 2 * 152, {"fp16": _acc(43.5, _DP)}, (_DP,), published_ms={"V100-32GB": 1000 / 20}),
-        Variant("detr-dc5-r50", 41e6, 2 * 187, {"fp16": _acc(43.3, _DP)}, (_DP,), published_ms={"V100-32GB": 1000 / 12}),
+        Variant("detr-r101", 60e6, 2 * 152, {"fp16": _acc(43.5, _DP)}, (_DP,),
+                published_ms={"V100-32GB": 1000 / 20}),
+        Variant("detr-dc5-r50", 41e6, 2 * 187, {"fp16": _acc(43.3, _DP)}, (_DP,),
+                published_ms={"V100-32GB": 1000 / 12}),
         Variant("detr-dc5-r101", 60e6, 2 * 253, {"fp16": _acc(44.9, _DP)}, (_DP,),
                 published_ms={"V100-32GB": 1000 / 10}),
     ),

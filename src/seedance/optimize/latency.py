@@ -10,7 +10,8 @@ Two calibrations, each fitted once per run and reported with its error:
                       + kv * kv_bytes / (tp * eta_bw * BW)
       prefill(T)    = c_pre * L + comm + max(W / (tp * eta_bw * BW), (2 * P * T + attn(T)) / (tp * eta_c * peak))
 
-  with ``L`` layers, ``comm = c_comm * L * log2(tp)`` (two all-reduces per layer), ``W`` the weight bytes, ``P`` the parameters in matrix products, ``BW`` / ``peak`` the
+  with ``L`` layers, ``comm = c_comm * L * log2(tp)`` (two all-reduces per layer), ``W`` the weight
+  bytes, ``P`` the parameters in matrix products, ``BW`` / ``peak`` the
   catalog's memory bandwidth and dense fp16 throughput (doubled for INT8 tensor cores). The same
   four constants serve every GPU of the catalog (scaled by its datasheet figures), every
   precision (by its bytes per weight) and every model shape.
@@ -133,7 +134,8 @@ def fit_gemm_engine() -> GemmEngine:
     y = np.asarray(ys)
 
     def predict(theta: NDArray[np.float64]) -> NDArray[np.float64]:
-        eng = GemmEngine(*(float(t) for t in theta), 0, 0.0, 0.0)
+        eng = GemmEngine(float(theta[0]), float(theta[1]), float(theta[2]), float(theta[3]), float(theta[4]), 0,
+                         0.0, 0.0)
         out = np.empty(len(rows))
         for i, (kind, p, w, kvb, x, extra, g, tp, layers) in enumerate(rows):
             if kind == "d":
@@ -147,7 +149,9 @@ def fit_gemm_engine() -> GemmEngine:
     res = least_squares(lambda th: np.log(predict(th)) - np.log(y), x0=np.array([0.5, 0.6, 0.01, 0.1, 0.05]),
                         bounds=([0.02, 0.05, 0.0, 0.0, 0.0], [1.0, 1.0, 2.0, 5.0, 5.0]))
     err = np.abs(predict(res.x) / y - 1.0)
-    return GemmEngine(*(float(t) for t in res.x), len(rows), float(np.median(err)), float(err.max()))
+    th = res.x
+    return GemmEngine(float(th[0]), float(th[1]), float(th[2]), float(th[3]), float(th[4]), len(rows),
+                      float(np.median(err)), float(err.max()))
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,9 +33,9 @@ def nondominated(f: NDArray[np.float64]) -> NDArray[np.int64]:
     keep = np.ones(n, dtype=bool)
     for start in range(0, n, 512):
         blk = f[start:start + 512]
-        le = (f[None, :, :] <= blk[:, None, :]).all(axis=2)
-        lt = (f[None, :, :] < blk[:, None, :]).any(axis=2)
-        dominated = (le & lt).any(axis=1)
+        le = np.all(f[None, :, :] <= blk[:, None, :], axis=2)
+        lt = np.any(f[None, :, :] < blk[:, None, :], axis=2)
+        dominated = np.any(le & lt, axis=1)
         keep[start:start + 512] &= ~dominated
     idx = np.flatnonzero(keep)
     _, first = np.unique(f[idx], axis=0, return_index=True)

@@ -69,8 +69,9 @@ def write_report(folder: str | Path, payload: dict[str, Any], space: DeploymentS
     if beside:
         beside_html = "<h2>Beside the whitepaper (§3.1)</h2>" + _table(beside.get("rows", [])) + (
             f"<p>Whitepaper claim: {html.escape(json.dumps(beside.get('claim')))}</p>")
-    doc = f"""<!doctype html><html><head><meta charset="utf-8"><title>seedance optimize: {html.escape(space.family.name)}
-</title><style>body{{font-family:sans-serif;margin:1.5em}}table{{border-collapse:collapse;font-size:12px}}
+    title = html.escape(space.family.name)
+    doc = f"""<!doctype html><html><head><meta charset="utf-8"><title>seedance optimize: {title}</title>
+<style>body{{font-family:sans-serif;margin:1.5em}}table{{border-collapse:collapse;font-size:12px}}
 td,th{{border:1px solid #ccc;padding:2px 6px;text-align:right}}pre{{background:#f6f6f6;padding:8px}}</style></head>
 <body><h1>Deployment search: {html.escape(space.family.name)} ({html.escape(space.family.task)})</h1>
 <pre>{html.escape(json.dumps(summary, indent=2))}</pre>{plot}

@@ -279,7 +279,8 @@ def build_space(family: Family, options: SpaceOptions | None = None) -> Deployme
     if family.kind in ("llm", "encoder"):
         gemm = fit_gemm_engine()
         calib["gemm_engine"] = {"eta_compute": round(gemm.eta_c, 4), "eta_bandwidth": round(gemm.eta_bw, 4),
-                                "decode_ms_per_layer": round(gemm.c_dec, 5), "prefill_ms_per_layer": round(gemm.c_pre, 5),
+                                "decode_ms_per_layer": round(gemm.c_dec, 5),
+                                "prefill_ms_per_layer": round(gemm.c_pre, 5),
                                 "allreduce_ms_per_layer_per_log2_tp": round(gemm.c_comm, 5),
                                 "fit_points": gemm.points, "median_abs_error": round(gemm.median_abs_err, 4),
                                 "max_abs_error": round(gemm.max_abs_err, 4), "source": "splitwise-vidur"}
@@ -318,7 +319,8 @@ def build_space(family: Family, options: SpaceOptions | None = None) -> Deployme
                                 base = _point(family, v, prec.weight_bytes, prec.int8_compute, g, count, b, gemm,
                                               vision, req)
                             lat, rps, gib, fits = base
-                            if isinstance(v.shape, DecoderShape) and (v.shape.kv_heads % count or v.shape.heads % count):
+                            if isinstance(v.shape, DecoderShape) and (v.shape.kv_heads % count
+                                                                      or v.shape.heads % count):
                                 reason[i] = BAD_TP
                                 continue
                             acc[i] = a.value

@@ -96,7 +96,9 @@ def fold_resnet_bn(model: ResNet) -> ResNet:
             m.conv2, m.bn2 = _fold(m.conv2, m.bn2)
             m.conv3, m.bn3 = _fold(m.conv3, m.bn3)
             if isinstance(m.down, nn.Sequential) and len(m.down) == 2:
-                conv, bn = _fold(m.down[0], m.down[1])
+                first = m.down[0]
+                assert isinstance(first, nn.Conv2d)
+                conv, bn = _fold(first, m.down[1])
                 m.down = nn.Sequential(conv, bn)
     return model
 
