@@ -11,6 +11,8 @@ The whitepaper's settings (§3.1) are the defaults: population 100, 200 generati
 probability 0.9, mutation probability 0.2. NSGA-II's front is the final population's feasible
 non-dominated set (its size is bounded by the population); ``archive=True`` keeps every feasible
 non-dominated point evaluated during the run instead (an external archive, as in SPEA2 / PAES).
+``mating_tries`` bounds how often one generation re-mates to replace duplicate offspring (pymoo
+retries up to 100 times; a small grid is soon exhausted and the retries then dominate the run time).
 """
 
 from __future__ import annotations
@@ -38,10 +40,13 @@ class NsgaSettings:
     sbx_eta: float = 15.0
     pm_eta: float = 20.0
     archive: bool = False
+    mating_tries: int = 10
 
     def __post_init__(self) -> None:
         if self.pop_size < 4 or self.generations < 1:
             raise InputError("population must be >= 4 and generations >= 1", source="--pop/--generations")
+        if self.mating_tries < 1:
+            raise InputError("mating_tries must be >= 1", source="--mating-tries")
         if not (0.0 <= self.crossover <= 1.0 and 0.0 <= self.mutation <= 1.0):
             raise InputError("crossover and mutation probabilities must be in [0, 1]", source="--crossover")
 
@@ -138,18 +143,28 @@ def _problem(space: DeploymentSpace, slo: Slo) -> Any:
 
 def run_nsga2(space: DeploymentSpace, slo: Slo, settings: NsgaSettings = NsgaSettings(), seed: int = 1) -> NsgaResult:
     """One NSGA-II run; returns the grid indices of its (feasible, non-dominated) front."""
-    from pymoo.algorithms.moo.nsga2 import NSGA2
+    from pymoo.algorithms.moo.nsga2 import NSGA2, binary_tournament
+    from pymoo.core.duplicate import DefaultDuplicateElimination
+    from pymoo.core.mating import Mating
+    from pymoo.core.repair import NoRepair
     from pymoo.operators.crossover.sbx import SBX
     from pymoo.operators.mutation.pm import PM
     from pymoo.operators.repair.rounding import RoundingRepair
     from pymoo.operators.sampling.rnd import IntegerRandomSampling
+    from pymoo.operators.selection.tournament import TournamentSelection
     from pymoo.optimize import minimize
 
     problem = _problem(space, slo)
-    algo = NSGA2(pop_size=settings.pop_size, sampling=IntegerRandomSampling(),
-                 crossover=SBX(prob=settings.crossover, eta=settings.sbx_eta, vtype=float, repair=RoundingRepair()),
-                 mutation=PM(prob=settings.mutation, eta=settings.pm_eta, vtype=float, repair=RoundingRepair()),
-                 eliminate_duplicates=True)
+    crossover = SBX(prob=settings.crossover, eta=settings.sbx_eta, vtype=float, repair=RoundingRepair())
+    mutation = PM(prob=settings.mutation, eta=settings.pm_eta, vtype=float, repair=RoundingRepair())
+    dedup = DefaultDuplicateElimination()
+    # pymoo's NSGA2 defaults, except how often one generation retries mating to replace duplicates
+    # (100 in pymoo): in a grid of a few hundred points the population soon holds most of them, and
+    # 100 retries per generation cost more than the whole search
+    mating = Mating(TournamentSelection(func_comp=binary_tournament), crossover, mutation, repair=NoRepair(),
+                    eliminate_duplicates=dedup, n_max_iterations=settings.mating_tries)
+    algo = NSGA2(pop_size=settings.pop_size, sampling=IntegerRandomSampling(), crossover=crossover, mutation=mutation,
+                 eliminate_duplicates=dedup, mating=mating)
     t0 = time.perf_counter()
     res = minimize(problem, algo, ("n_gen", settings.generations), seed=seed, verbose=False)
     secs = time.perf_counter() - t0
