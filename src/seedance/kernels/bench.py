@@ -8,9 +8,10 @@ as ``compile_s``), then ``runs`` timed forwards in ``torch.inference_mode()``.
 
 * Latency: wall time of one forward (``time.perf_counter``) on the CPU; CUDA events around the
   forward, synchronised, on a GPU. p50 / p95 / mean over the timed runs.
-* Peak memory: on a GPU ``torch.cuda.max_memory_allocated()`` over one forward (weights included).
-  On the CPU, the weights' bytes plus the peak of live tensor allocations during one forward, from
-  the profiler's allocation events (``torch.profiler``, ``profile_memory=True``): the CPU analogue
+* Peak memory: the model's weights plus the peak of its forward's allocations above what was already
+  allocated: on a GPU from ``torch.cuda.max_memory_allocated()`` (reset before the forward; all
+  variants' weights stay resident, so they are subtracted and this model's added back); on the CPU
+  from the profiler's allocation events (``torch.profiler``, ``profile_memory=True``): the CPU analogue
   of ``max_memory_allocated``; allocator scratch outside PyTorch's allocator (oneDNN's) is not seen.
 
 Variants: ``eager`` (the model as written), ``compiled`` (``torch.compile``, Inductor, default
@@ -220,8 +221,8 @@ def run_bench(opts: BenchOptions, *, progress: Callable[[str], None] | None = No
                         base = torch.cuda.memory_allocated() / MIB
                         m(x)
                         torch.cuda.synchronize()
-                        peak = torch.cuda.max_memory_allocated() / MIB
-                        act = max(peak - base, 0.0)
+                        act = max(torch.cuda.max_memory_allocated() / MIB - base, 0.0)
+                        peak = w + act  # this model's weights + its forward's peak above what was allocated
                     else:
                         def once(m: Any = m, x: Any = x) -> Any:
                             return m(x)

@@ -61,9 +61,13 @@ def write_report(folder: str | Path, payload: dict[str, Any], space: DeploymentS
     (out / "result.json").write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
     fig = pareto_figure(space, exact, found)
     plot = fig.to_html(full_html=False, include_plotlyjs=True)
-    summary = {k: payload[k] for k in ("family", "slo", "exact_front_size", "enumerated", "feasible",
+    summary = {k: payload[k] for k in ("family", "slo", "enumerated", "deployable", "feasible", "exact_front_size",
                                        "enumeration_seconds", "hypervolume", "exact_hypervolume",
-                                       "hypervolume_ratio", "nsga2") if k in payload}
+                                       "hypervolume_ratio") if k in payload}
+    if "nsga2" in payload:
+        n = payload["nsga2"]
+        summary["nsga2"] = {**n["settings"], "seeds": n["seeds"], "hypervolume_ratio_mean": n["hypervolume_ratio_mean"],
+                            "hypervolume_ratio_min": n["hypervolume_ratio_min"], "seconds_max": n["seconds_max"]}
     beside = payload.get("whitepaper")
     beside_html = ""
     if beside:
@@ -74,7 +78,7 @@ def write_report(folder: str | Path, payload: dict[str, Any], space: DeploymentS
 <style>body{{font-family:sans-serif;margin:1.5em}}table{{border-collapse:collapse;font-size:12px}}
 td,th{{border:1px solid #ccc;padding:2px 6px;text-align:right}}pre{{background:#f6f6f6;padding:8px}}</style></head>
 <body><h1>Deployment search: {html.escape(space.family.name)} ({html.escape(space.family.task)})</h1>
-<pre>{html.escape(json.dumps(summary, indent=2))}</pre>{plot}
+<pre>{html.escape(chr(10).join(f"{k}: {json.dumps(v)}" for k, v in summary.items()))}</pre>{plot}
 <h2>NSGA-II front (the chosen points)</h2>{_table(payload.get("front", []))}{beside_html}
 <h2>Sources</h2><ul>{"".join(f"<li>{html.escape(s)}</li>" for s in payload.get("sources", []))}</ul>
 </body></html>"""
