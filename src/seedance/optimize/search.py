@@ -12,7 +12,8 @@ probability 0.9, mutation probability 0.2. NSGA-II's front is the final populati
 non-dominated set (its size is bounded by the population); ``archive=True`` keeps every feasible
 non-dominated point evaluated during the run instead (an external archive, as in SPEA2 / PAES).
 ``mating_tries`` bounds how often one generation re-mates to replace duplicate offspring (pymoo
-retries up to 100 times; a small grid is soon exhausted and the retries then dominate the run time).
+retries up to 100 times; on integer genes SBX often rounds children back onto their parents, and in
+a grid of a few hundred to two thousand points the retries then dominate the run time).
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ class NsgaSettings:
     sbx_eta: float = 15.0
     pm_eta: float = 20.0
     archive: bool = False
-    mating_tries: int = 10
+    mating_tries: int = 3
 
     def __post_init__(self) -> None:
         if self.pop_size < 4 or self.generations < 1:
