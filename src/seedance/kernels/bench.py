@@ -243,8 +243,21 @@ def run_bench(opts: BenchOptions, *, progress: Callable[[str], None] | None = No
         "measured_at": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "runs": opts.runs, "warmup": opts.warmup, "seq_len": opts.seq_len, "image_size": opts.image_size,
         "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
+        "fused_paths": {m: _fused_path(m, opts) for m in opts.models if "fused" in opts.variants},
         "rows": rows,
     }
+
+
+def _fused_path(model: str, opts: BenchOptions) -> str:
+    from seedance.kernels.tvm_fused import available
+
+    if BENCH_MODELS.get(model).name == "resnet-50":
+        return "BatchNorm folded into the convolutions"
+    if opts.device == "cuda":
+        return "Triton fused linear + GELU kernel"
+    if opts.dtype == "float32" and available():
+        return "TVM fused linear + GELU kernel (CPU)"
+    return "PyTorch fallback: one GEMM + in-place GELU"
 
 
 def ratios(profile: KernelProfile) -> list[dict[str, Any]]:
