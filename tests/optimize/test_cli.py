@@ -45,6 +45,7 @@ def test_deploy_json_and_html_report(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert 0 < p["hypervolume_ratio"] <= 1.0 and p["hypervolume"] <= p["exact_hypervolume"]
     assert [r["seed"] for r in p["nsga2"]["runs"]] == [1, 2]
     assert all(r["p95_ms"] <= 100 for r in p["front"]) and p["chosen"] in p["front"]
+    assert p["whitepaper"]["rows"][0]["row"] == "whitepaper claim"
     assert p["whitepaper"]["claim"] == {"gflops": 1.8, "latency_ms": 23.0, "accuracy": 42.1,
                                         "vs_baseline": "+5.7% accuracy, -22% latency"}
     assert any(s.startswith("[detr-paper]") for s in p["sources"])

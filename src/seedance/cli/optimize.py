@@ -65,7 +65,7 @@ def _front_table(payload: dict[str, Any]) -> None:
         for c in ("row", "variant", "precision", "gpu", "batch", "GFLOPs/req", "p95 ms", "accuracy", "$/1k req"):
             t2.add_column(c)
         for r in w["rows"]:
-            t2.add_row(r.get("row", r["variant"]), r["variant"] if "row" in r else "", str(r["precision"]),
+            t2.add_row(r["row"], r["variant"], str(r["precision"]),
                        str(r["gpu"]), str(r["batch"]), f"{r['gflops_per_request']:.4g}", f"{r['p95_ms']:.4g}",
                        f"{r['accuracy']:.4g}", f"{r['cost']:.4g}" if isinstance(r["cost"], float) else "")
         console.print(t2)

@@ -46,9 +46,9 @@ def pareto_figure(space: DeploymentSpace, exact: np.ndarray[Any, Any], found: np
     return fig
 
 
-def _table(rows: list[dict[str, Any]]) -> str:
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in _COLS)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(r.get(c, '')))}</td>" for c in _COLS) + "</tr>"
+def _table(rows: list[dict[str, Any]], cols: tuple[str, ...] = _COLS) -> str:
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(r.get(c, '')))}</td>" for c in cols) + "</tr>"
                    for r in rows)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
@@ -71,7 +71,7 @@ def write_report(folder: str | Path, payload: dict[str, Any], space: DeploymentS
     beside = payload.get("whitepaper")
     beside_html = ""
     if beside:
-        beside_html = "<h2>Beside the whitepaper (§3.1)</h2>" + _table(beside.get("rows", [])) + (
+        beside_html = "<h2>Beside the whitepaper (§3.1)</h2>" + _table(beside.get("rows", []), ("row", *_COLS)) + (
             f"<p>Whitepaper claim: {html.escape(json.dumps(beside.get('claim')))}</p>")
     title = html.escape(space.family.name)
     doc = f"""<!doctype html><html><head><meta charset="utf-8"><title>seedance optimize: {title}</title>
