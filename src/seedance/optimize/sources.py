@@ -11,7 +11,8 @@ from types import MappingProxyType
 
 SOURCES = MappingProxyType({
     "llama3-card": "Meta Llama 3 model card (meta-llama/Meta-Llama-3-8B, -70B; 'Instruction tuned models' table: "
-                   "MMLU 5-shot 68.4 (8B), 82.0 (70B)); parameter counts 8.03B / 70.6B from the card",
+                   "MMLU 5-shot 68.4 (8B), 82.0 (70B)); shapes from the public config.json (parameter counts 8.03B / "
+                   "70.55B follow from them)",
     "nm-llama3-8b-w8a16": "Neural Magic, neuralmagic/Meta-Llama-3-8B-Instruct-quantized.w8a16 model card "
                           "(lm-evaluation-harness on vLLM): MMLU 5-shot 66.54 (bf16) -> 66.55 (int8 weights)",
     "nm-llama3-70b-w8a16": "Neural Magic, neuralmagic/Meta-Llama-3-70B-Instruct-quantized.w8a16 model card: "
@@ -45,7 +46,8 @@ SOURCES = MappingProxyType({
     "nvidia-datasheets": "NVIDIA datasheets, dense INT8 tensor TOPS: T4 130, A10 250, L40S 733, A100 624, H100 SXM "
                          "1979, H200 1979 (V100 has no INT8 tensor cores)",
     "splitwise-vidur": "the serving model's measured profiles (inference.perf): SplitwiseSim perf_model.csv "
-                       "(llama2-70b on DGX-A100/H100, TP2/4/8) and Vidur's Llama-2-7B operator profiles (A100/H100)",
+                       "(llama2-70b on DGX-A100/H100, TP2/4/8; the latency model is fitted on it) and Vidur's "
+                       "Llama-2-7B operator profiles (A100/H100; used to check the fit)",
     "azure-conv": "Azure LLM inference trace 2023, conversation (Splitwise): prompt and output token counts",
 })
 """Source id -> citation."""
