@@ -61,9 +61,9 @@ def write_report(folder: str | Path, payload: dict[str, Any], space: DeploymentS
     (out / "result.json").write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
     fig = pareto_figure(space, exact, found)
     plot = fig.to_html(full_html=False, include_plotlyjs=True)
-    summary = {k: payload[k] for k in ("family", "slo", "enumerated", "deployable", "feasible", "exact_front_size",
-                                       "enumeration_seconds", "hypervolume", "exact_hypervolume",
-                                       "hypervolume_ratio") if k in payload}
+    keys = ("family", "slo", "enumerated", "deployable", "feasible", "exact_front_size", "enumeration_seconds",
+            "hypervolume", "exact_hypervolume", "hypervolume_ratio")
+    summary: dict[str, Any] = {k: payload[k] for k in keys if k in payload}
     if "nsga2" in payload:
         n = payload["nsga2"]
         summary["nsga2"] = {**n["settings"], "seeds": n["seeds"], "hypervolume_ratio_mean": n["hypervolume_ratio_mean"],
