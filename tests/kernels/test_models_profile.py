@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from seedance.core.errors import InputError
-from seedance.kernels.bench import BenchOptions, ratios, run_bench
+from seedance.kernels.bench import ratios
 from seedance.kernels.models.bert import BertConfig, BertModel
 from seedance.kernels.models.resnet import ResNet, fold_resnet_bn, resnet50
 from seedance.kernels.profile import SCHEMA, load_profile, parse_profile
@@ -99,15 +99,3 @@ def test_the_shipped_cpu_profile_measured_every_variant_with_at_least_100_runs()
     assert have == {(m, v) for m in ("bert-base", "resnet-50") for v in ("eager", "compiled", "fused")}
     assert min(r.runs for r in prof.rows) >= 100
     assert all(r.p50_ms <= r.p95_ms for r in prof.rows)
-
-
-def test_bench_measures_interleaved_variants_and_writes_a_valid_profile(tmp_path: Path) -> None:
-    doc = run_bench(BenchOptions(models=("resnet-50",), variants=("eager", "fused"), batches=(1,), runs=3,
-                                 warmup=1, image_size=32))
-    prof = parse_profile(json.loads(json.dumps(doc)), source="bench")
-    assert [(r.variant, r.runs) for r in prof.rows] == [("eager", 3), ("fused", 3)]
-    eager, fused = prof.rows
-    assert eager.peak_mib > eager.activation_peak_mib > 0
-    assert fused.peak_mib < eager.peak_mib  # the folded model holds no BatchNorm buffers
-    with pytest.raises(InputError, match="eager variant is the baseline"):
-        BenchOptions(variants=("compiled",))

@@ -108,7 +108,12 @@ def test_kernels_bench_cli_writes_a_profile_show_reads(tmp_path: Path, capsys: p
                          "--batches", "1", "--runs", "2", "--warmup", "1", "--image-size", "32", "--out", str(out_file),
                          "-o", "json")
     assert code == 0, err
-    assert [r["variant"] for r in json.loads(out)["rows"]] == ["eager", "fused"]
+    doc = json.loads(out)
+    assert [(r["variant"], r["runs"]) for r in doc["rows"]] == [("eager", 2), ("fused", 2)]
+    eager, fused = doc["rows"]
+    assert eager["peak_mib"] > eager["activation_peak_mib"] > 0
+    assert fused["peak_mib"] < eager["peak_mib"]  # the folded model holds no BatchNorm buffers
+    assert doc["fused_paths"] == {"resnet-50": "BatchNorm folded into the convolutions"}
     code, out, _ = run(capsys, "kernels", "show", str(out_file))
     assert code == 0 and "resnet-50" in out
     code, _, err = run(capsys, "kernels", "bench", "--variants", "compiled", "--runs", "1")
