@@ -118,3 +118,32 @@ def test_kernels_bench_cli_writes_a_profile_show_reads(tmp_path: Path, capsys: p
     assert code == 0 and "resnet-50" in out
     code, _, err = run(capsys, "kernels", "bench", "--variants", "compiled", "--runs", "1")
     assert code == 2 and "eager variant is the baseline" in err
+
+
+def test_chosen_point_reaches_a_live_control_plane_over_http(home: Path, tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.control.conftest import start_live_server
+    from tests.control.helpers import ADMIN_TOKEN
+
+    server, stop = start_live_server(f"sqlite:///{tmp_path / 'store.db'}")
+    try:
+        assert run(capsys, "config", "set-context", "lab", "--server", server.url, "--token", ADMIN_TOKEN,
+                   "--use")[0] == 0
+        cluster = tmp_path / "cluster.yaml"
+        cluster.write_text("kind: Cluster\nmetadata: {name: default}\nspec:\n  nodes:\n"
+                           "    - {name: l40s-0, cpu_milli: 64000, memory_mib: 256000, gpu_count: 4, gpu_model: L40S}\n")
+        assert run(capsys, "submit", "-f", str(cluster))[0] == 0
+        code, out, err = run(capsys, "optimize", "deploy", "--family", "bert", "--slo-ms", "18", "--min-accuracy", "80",
+                             *FAST, "-o", "json", "--submit", "--tier", "gold")
+        assert code == 0, err
+        p = json.loads(out)
+        assert p["chosen"]["gpu"] == "L40S"  # the cheapest reader meeting the SLO runs on an L40S
+        job = p["submitted"]["job"]
+        assert job["kind"] == "InferenceService" and job["tier"] == "gold" and job["gpu_types"] == ["L40S"]
+        server.service.loop.run_once()  # the fixture's server loop is off: one cycle by hand
+        code, out, _ = run(capsys, "get", "jobs", "-o", "json")
+        (got,) = json.loads(out)
+        assert got["name"] == job["name"] and got["status"] == "running" and got["node"] == "l40s-0"
+        assert not (home / "local.db").exists()
+    finally:
+        stop()
