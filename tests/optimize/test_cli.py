@@ -131,7 +131,8 @@ def test_chosen_point_reaches_a_live_control_plane_over_http(home: Path, tmp_pat
                    "--use")[0] == 0
         cluster = tmp_path / "cluster.yaml"
         cluster.write_text("kind: Cluster\nmetadata: {name: default}\nspec:\n  nodes:\n"
-                           "    - {name: l40s-0, cpu_milli: 64000, memory_mib: 256000, gpu_count: 4, gpu_model: L40S}\n")
+                           "    - {name: l40s-0, cpu_milli: 64000, memory_mib: 256000, gpu_count: 4, "
+                           "gpu_model: L40S}\n")
         assert run(capsys, "submit", "-f", str(cluster))[0] == 0
         code, out, err = run(capsys, "optimize", "deploy", "--family", "bert", "--slo-ms", "18", "--min-accuracy", "80",
                              *FAST, "-o", "json", "--submit", "--tier", "gold")
