@@ -105,3 +105,12 @@ def test_infeasible_slos_name_the_binding_constraint(detr) -> None:  # type: ign
         exact_front(detr, Slo(latency_ms=100.0, min_accuracy=50.0))
     with pytest.raises(InputError, match=r"with COCO val AP >= 44.5 has p95 .* without the accuracy floor detr-r50"):
         exact_front(detr, Slo(latency_ms=4.5, min_accuracy=44.5))
+
+
+def test_flops_cost_is_gflops_per_request() -> None:
+    s = build_space(FAMILIES.get("yolo"), SpaceOptions(cost="flops"))
+    ok = s.reason == OK
+    assert np.array_equal(s.cost[ok], s.gflops[ok])
+    assert set(np.unique(s.cost[ok]).tolist()) == {v.gflops for v in s.family.variants}
+    with pytest.raises(InputError, match="valid: usd, flops"):
+        SpaceOptions(cost="watts")
