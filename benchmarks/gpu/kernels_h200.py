@@ -1,7 +1,8 @@
 """GPU part ``kernels``: the fused Triton kernel and eager / compiled / fused models on one GPU, bf16.
 
 Run by ``benchmarks/gpu/run_all.py`` (or alone: ``python benchmarks/gpu/kernels_h200.py --out DIR``).
-Budget: about 8 minutes on one H200. Writes into ``DIR``:
+Budget: about 8 minutes on one H200. Its JSON summary is the last line of stdout (``status``: ``ok``,
+``failed``, or ``not run`` without a CUDA GPU). Writes into ``DIR``:
 
 * ``correctness.json``: the Triton kernel on the GPU against the PyTorch reference (same seed):
   dropout masks equal bit for bit, fp32 (IEEE products) values to 1e-5, bf16 to 1e-2, backward.
@@ -20,9 +21,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 
 
 def _median_ms(fn: Any, n: int = 100) -> float:
@@ -147,8 +151,8 @@ def main() -> int:
     import torch
 
     if not torch.cuda.is_available():
-        print("error: no CUDA GPU visible")
-        return 2
+        print(json.dumps({"status": "not run", "detail": "no CUDA GPU visible"}))
+        return 0
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.time()
@@ -156,11 +160,14 @@ def main() -> int:
     print(json.dumps(info), flush=True)
     c = correctness(out)
     print(json.dumps(c), flush=True)
+    ok = all(v.get("ok", True) for v in c.values() if isinstance(v, dict))
     ffn(out)
     print(f"elapsed {time.time() - t0:.0f} s", flush=True)
     models(out, args.budget_s - (time.time() - t0))
-    print(f"done in {time.time() - t0:.0f} s", flush=True)
-    return 0 if all(v.get("ok", True) for v in c.values() if isinstance(v, dict)) else 1
+    summary = {"status": "ok" if ok else "failed", "device": info["device"], "correctness_ok": ok,
+               "seconds": round(time.time() - t0, 1), "files": ["correctness.json", "ffn.json", "profile.json"]}
+    print(json.dumps(summary), flush=True)
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -1,17 +1,18 @@
-"""Every GPU check of the project, in one call on a machine with a CUDA GPU.
+"""Every GPU check of the repository, in one call on a machine with an NVIDIA GPU.
 
-Run: ``python benchmarks/gpu/run_all.py [--out DIR] [--only NAME,...]`` (``DIR`` defaults to ``$OUT``,
-else ``benchmarks/gpu/out``). Each part is a script run in its own process under its own time
-budget, so one part that hangs or fails does not take the others with it; each writes its results
-under ``DIR/<name>/`` and the summary goes to ``DIR/summary.json``. Add a part by adding one line to
-:data:`PARTS`.
+    python3 benchmarks/gpu/run_all.py --out OUT_DIR [--only NAME ...]
+
+Each part is a script in this folder run as its own process with its own time budget (seconds);
+it writes its results under ``OUT_DIR/<name>/`` and its JSON summary on stdout's last line. A part
+that cannot run on this machine (no driver, no GPU) says so in its summary instead of failing.
+The run never changes GPU settings (no MIG mode change, no reset, no clocks): parts only list,
+allocate memory and launch kernels. Summaries of all parts go to ``OUT_DIR/gpu_results.json``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import time
@@ -19,42 +20,51 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 
-# (name, script beside this file, time budget in seconds)
-PARTS: list[tuple[str, str, int]] = [
-    ("kernels", "kernels_h200.py", 480),
+#: (name, script in this folder, time budget in seconds). Add a part with one line.
+PARTS: list[tuple[str, str, float]] = [
+    ("isolation", "isolation_probe.py", 240.0),
+    ("kernels", "kernels_h200.py", 480.0),
 ]
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", default=os.environ.get("OUT") or str(HERE / "out"))
-    ap.add_argument("--only", default="")
-    args = ap.parse_args()
-    only = {x for x in args.only.split(",") if x}
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE.parent.parent / "src"),
-                                                        os.environ.get("PYTHONPATH", "")])}
-    summary = []
-    for name, script, budget in PARTS:
-        if only and name not in only:
-            continue
-        part_out = out / name
-        part_out.mkdir(parents=True, exist_ok=True)
-        t0 = time.time()
-        try:
-            p = subprocess.run([sys.executable, str(HERE / script), "--out", str(part_out), "--budget-s", str(budget)],
-                               env=env, timeout=budget + 30, capture_output=True, text=True)
-            rc, tail = p.returncode, (p.stdout + p.stderr)[-4000:]
-        except subprocess.TimeoutExpired as exc:
-            rc, tail = 124, f"timed out after {budget + 30} s: {str(exc.stdout or '')[-2000:]}"
-        (part_out / "log.txt").write_text(tail, encoding="utf-8")
-        summary.append({"part": name, "rc": rc, "seconds": round(time.time() - t0, 1)})
-        print(f"{name}: rc {rc} in {summary[-1]['seconds']} s", flush=True)
-        print(tail[-1500:], flush=True)
-    (out / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
-    return 0 if all(s["rc"] == 0 for s in summary) else 1
+def run_part(name: str, script: str, budget_s: float, out: Path) -> dict[str, object]:
+    """Run one part as a subprocess within its budget; its last stdout line is its JSON summary."""
+    part_out = out / name
+    part_out.mkdir(parents=True, exist_ok=True)
+    start = time.monotonic()
+    try:
+        proc = subprocess.run(
+            [sys.executable, str(HERE / script), "--out", str(part_out), "--budget-s", str(budget_s)],
+            capture_output=True,
+            text=True,
+            timeout=budget_s + 30,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        return {"part": name, "status": "timeout", "budget_s": budget_s, "stdout_tail": str(exc.stdout or "")[-2000:]}
+    (part_out / "stdout.txt").write_text(proc.stdout)
+    (part_out / "stderr.txt").write_text(proc.stderr)
+    lines = [x for x in proc.stdout.strip().splitlines() if x.strip()]
+    try:
+        summary = json.loads(lines[-1]) if lines else {}
+    except json.JSONDecodeError:
+        summary = {"status": "error", "detail": "no JSON summary on the last stdout line"}
+    summary.update({"part": name, "rc": proc.returncode, "wall_s": round(time.monotonic() - start, 2)})
+    return summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", type=Path, required=True, help="Folder for the parts' results.")
+    ap.add_argument("--only", action="append", default=None, help="Run only this part (repeatable).")
+    args = ap.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    wanted = [p for p in PARTS if not args.only or p[0] in args.only]
+    results = [run_part(name, script, budget, args.out) for name, script, budget in wanted]
+    (args.out / "gpu_results.json").write_text(json.dumps(results, indent=2))
+    print(json.dumps(results, indent=2))
+    return 0 if all(r.get("status") in ("ok", "not run") for r in results) else 1
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())
