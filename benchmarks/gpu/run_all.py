@@ -23,6 +23,7 @@ HERE = Path(__file__).resolve().parent
 #: (name, script in this folder, time budget in seconds). Add a part with one line.
 PARTS: list[tuple[str, str, float]] = [
     ("isolation", "isolation_probe.py", 240.0),
+    ("kernels", "kernels_h200.py", 480.0),
 ]
 
 

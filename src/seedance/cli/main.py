@@ -31,6 +31,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "seedance.cli.config",
     "seedance.cli.jobs",  # after explain: adds ``explain job`` to that group
     "seedance.cli.logs",
+    "seedance.cli.kernels",
+    "seedance.cli.optimize",
 )
 
 EXIT_BAD_INPUT = 2
