@@ -70,9 +70,10 @@ class AttestationCA:
 class SoftwareAuthenticator:
     """One authenticator; ``attestation`` is ``none``, ``packed-self`` or ``packed-x5c`` (needs ``ca``)."""
 
-    def __init__(self, attestation: str = "none", *, ca: AttestationCA | None = None, aaguid: bytes = bytes(16)) -> None:
+    def __init__(self, attestation: str = "none", *, ca: AttestationCA | None = None,
+                 aaguid: bytes = bytes(16)) -> None:
         if attestation == "packed-x5c" and ca is None:
-            raise ValueError("packed-x5c needs a AttestationCA")
+            raise ValueError("packed-x5c needs an AttestationCA")
         self.attestation = attestation
         self.ca = ca
         self.aaguid = aaguid

@@ -14,7 +14,7 @@ from seedance.control.db.models import EventRecord
 from seedance.privacy.fingerprint import webgl_signature
 from seedance.privacy.models import FingerprintCluster, FingerprintDevice, TelemetryEvent
 from seedance.privacy.schemas import Fingerprint
-from tests.privacy.authenticator import SoftwareAuthenticator, AttestationCA
+from tests.privacy.authenticator import AttestationCA, SoftwareAuthenticator
 from tests.privacy.conftest import Env, client_for
 from tests.privacy.helpers import WEBGL, batch, occurrences, table_count
 

@@ -185,8 +185,7 @@ def run_erasures(svc: PrivacyService, *, limit: int = 1000) -> list[ErasureRead]
     for w in work:
         if w.erased_at is None:
             _erase_tables(svc, w)
-    for w in work:
-        w.report["stores"]["redis"] = _erase_redis(svc, w)
+    _erase_redis(svc, work)
     scans = _verify(svc, work)
     out = _record(svc, work, scans)
     svc.metrics.erasures.labels(VERIFIED).inc(sum(1 for r in out if r.status == VERIFIED))
@@ -265,28 +264,59 @@ def _erase_tables(svc: PrivacyService, w: _Work) -> None:
                       data={"request_id": w.id, "subject_id": w.subject_id, "key_fingerprint": fp})
 
 
-def _erase_redis(svc: PrivacyService, w: _Work) -> dict[str, int]:
+SUBJECT_KEYS = ("profile", "sessions", "consent")
+"""The Redis keys ``subj:<id>:<suffix>`` the service writes; a batch-wide scan catches any other suffix."""
+
+
+def _erase_redis(svc: PrivacyService, work: list[_Work]) -> None:
+    """Delete every batch subject's keys and list members (one pass over the key space per batch)."""
     r = svc.redis
-    p = w.identity["pseudonyms"]
-    tags = [*p["own_tags"], *p["shared_tags"]]
+    tag_owner = {t: w.id for w in work for t in [*w.identity["pseudonyms"]["own_tags"],
+                                                  *w.identity["pseudonyms"]["shared_tags"]]}
+    keys_deleted = {w.id: 0 for w in work}
+    members = {w.id: 0 for w in work}
+    by_subject = {w.subject_id: w.id for w in work}
     with svc.redis_errors():
-        keys = list(r.scan_iter(match=svc.key("subj", w.subject_id, "*"), count=1000))
-        removed = int(r.delete(*keys)) if keys else 0
-        members = 0
+        pipe = r.pipeline(transaction=False)
+        for w in work:
+            for suffix in SUBJECT_KEYS:
+                pipe.delete(svc.key("subj", w.subject_id, suffix))
+        for w, n in zip([w for w in work for _ in SUBJECT_KEYS], pipe.execute(), strict=True):
+            keys_deleted[w.id] += int(n)
+        subj = svc.key("subj", "")
+        for key in r.scan_iter(match=svc.key("subj", "*"), count=5000):
+            owner = by_subject.get(key[len(subj):].split(":", 1)[0])
+            if owner is not None:
+                keys_deleted[owner] += int(r.delete(key))
+        tags = list(tag_owner)
         if tags:
-            members += svc.blacklist.remove(*tags) + svc.verified.remove(*tags)
-            removed += int(r.delete(*[svc.key("fp", "dev", t) for t in tags]))
+            for lst in (svc.blacklist, svc.verified):
+                for tag, score in zip(tags, r.zmscore(lst.key, tags), strict=True):
+                    if score is not None:
+                        members[tag_owner[tag]] += lst.remove(tag)
             pipe = r.pipeline(transaction=False)
-            sig_keys = list(r.scan_iter(match=svc.key("fp", "sig", "*"), count=1000))
+            for tag in tags:
+                pipe.delete(svc.key("fp", "dev", tag))
+            for tag, n in zip(tags, pipe.execute(), strict=True):
+                keys_deleted[tag_owner[tag]] += int(n)
+            sig_keys = list(r.scan_iter(match=svc.key("fp", "sig", "*"), count=5000))
+            pipe = r.pipeline(transaction=False)
             for k in sig_keys:
-                pipe.zrem(k, *tags)
-            members += sum(int(x) for x in pipe.execute())
-            wanted = set(tags)
-            for ck in r.scan_iter(match=svc.key("fp", "chal", "*"), count=1000):
-                if r.type(ck) == "hash" and r.hget(ck, "tag") in wanted:
-                    removed += int(r.delete(ck))
+                pipe.zmscore(k, tags)
+            hits = [(k, tag) for k, scores in zip(sig_keys, pipe.execute(), strict=True)
+                    for tag, score in zip(tags, scores, strict=True) if score is not None]
+            pipe = r.pipeline(transaction=False)
+            for k, tag in hits:
+                pipe.zrem(k, tag)
+            for (_, tag), n in zip(hits, pipe.execute(), strict=True):
+                members[tag_owner[tag]] += int(n)
+            for ck in r.scan_iter(match=svc.key("fp", "chal", "*"), count=5000):
+                owner = tag_owner.get(r.hget(ck, "tag") or "") if r.type(ck) == "hash" else None
+                if owner is not None:
+                    keys_deleted[owner] += int(r.delete(ck))
                     r.zrem(svc.key("fp", "chal-deadlines"), ck.rsplit(":", 1)[-1])
-    return {"keys_deleted": removed, "members_removed": members}
+    for w in work:
+        w.report["stores"]["redis"] = {"keys_deleted": keys_deleted[w.id], "members_removed": members[w.id]}
 
 
 def _needles(w: _Work) -> list[Needle]:
