@@ -6,6 +6,7 @@ import datetime as dt
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import inspect, select
@@ -109,3 +110,16 @@ def test_every_table_with_a_subject_column_is_mapped(env: Env) -> None:
             assert table.name in mapped | LEDGER_TABLES, f"{table.name} holds subject data but is not in SUBJECT_DATA"
     names = set(inspect(env.control.db.engine).get_table_names())
     assert set(KEY_TABLES) <= names and not set(KEY_TABLES) & mapped
+
+
+def test_an_idle_worker_pass_creates_no_master_key(make_env: Any, sqlite_url: str, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from seedance.privacy.erasure import run_erasures
+    from seedance.privacy.maintenance import sweep
+
+    monkeypatch.setenv("SEEDANCE_HOME", str(tmp_path / "home"))
+    env = make_env(sqlite_url, master_key=None)
+    out = sweep(env.privacy)
+    assert (out.timed_out, out.blacklist_pruned, out.verified_pruned, out.keys_destroyed) == (0, 0, 0, [])
+    assert run_erasures(env.privacy) == []
+    assert not (tmp_path / "home" / "privacy-master.key").exists()

@@ -38,6 +38,7 @@ from sqlalchemy import delete, insert, select, update
 from sqlalchemy.orm import Session
 
 from seedance.control.errors import Conflict, NotFound
+from seedance.control.schemas import Role
 from seedance.control.security import Principal
 from seedance.control.services import events
 from seedance.privacy import audit, crypto
@@ -155,6 +156,7 @@ def retry(svc: PrivacyService, principal: Principal, request_id: int) -> Erasure
         if row is None:
             raise NotFound("erasure request not found")
         principal.check_tenant(row.tenant_id, "erasure request")
+        principal.require(Role.OPERATOR, "retrying an erasure")
         if row.status != FAILED:
             raise Conflict(f"only a failed request can be retried; this one is {row.status}")
         row.status = ERASED if row.erased_at is not None else PENDING

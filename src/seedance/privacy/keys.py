@@ -119,6 +119,14 @@ class SubjectKeys:
                                   crypto.derive(key, "device"))
 
 
+def destroy_expired_keys(session: Session, now: dt.datetime) -> list[str]:
+    """Destroy every HMAC key past its destruction time (no master key needed); returns their ids."""
+    ids = list(session.scalars(select(HmacKey.id).where(HmacKey.destroy_at <= now, HmacKey.wrapped_key.is_not(None))))
+    if ids:
+        session.execute(update(HmacKey).where(HmacKey.id.in_(ids)).values(wrapped_key=None, destroyed_at=now))
+    return ids
+
+
 @dataclass(frozen=True, slots=True)
 class RingPolicy:
     """Rotation of one purpose's HMAC keys."""
@@ -172,14 +180,15 @@ class KeyRing:
 
     def destroy_expired(self, session: Session, now: dt.datetime) -> list[str]:
         """Destroy every key past its destruction time; returns their ids."""
-        ids = list(session.scalars(select(HmacKey.id).where(
-            HmacKey.destroy_at <= now, HmacKey.wrapped_key.is_not(None))))
-        if ids:
-            session.execute(update(HmacKey).where(HmacKey.id.in_(ids)).values(wrapped_key=None, destroyed_at=now))
-        with self._lock:
-            for key_id in ids:
-                self._cache.pop(key_id, None)
+        ids = destroy_expired_keys(session, now)
+        self.forget(ids)
         return ids
+
+    def forget(self, key_ids: list[str]) -> None:
+        """Drop keys from the cache (destroyed elsewhere)."""
+        with self._lock:
+            for key_id in key_ids:
+                self._cache.pop(key_id, None)
 
     def _cached(self, key_id: str, now: dt.datetime) -> bytes | None:
         with self._lock:

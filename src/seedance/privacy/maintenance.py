@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from seedance.privacy.challenge import sweep_challenges
 from seedance.privacy.erasure import run_erasures
+from seedance.privacy.keys import destroy_expired_keys
 from seedance.privacy.schemas import SweepResult
 
 if TYPE_CHECKING:
@@ -26,7 +27,8 @@ def sweep(svc: PrivacyService) -> SweepResult:
         bl = svc.blacklist.prune(ts)
         ver = svc.verified.prune(ts)
     with svc.db.write() as s:
-        destroyed = svc.ring.destroy_expired(s, now)
+        destroyed = destroy_expired_keys(s, now)  # needs no master key: an idle server never creates one
+    svc.forget_keys(destroyed)
     return SweepResult(timed_out=timed_out, blacklist_pruned=bl, verified_pruned=ver, keys_destroyed=destroyed)
 
 

@@ -74,7 +74,7 @@ class TelemetryBatch(_In):
     device_id: DeviceId = Field(description="The client's device id; only keyed tags of it are stored.")
     session_started_at: Timestamp = Field(description="Start of the session (hashed with the device id).")
     subject: SubjectRef | None = Field(default=None, description="External id of an identified subject.")
-    events: list[EventIn] = Field(min_length=1, max_length=10_000)
+    events: list[EventIn] = Field(min_length=1, max_length=500)
     fingerprint: Fingerprint | None = None
 
 

@@ -120,6 +120,13 @@ class PrivacyService:
         """Folder of the data backups."""
         return self.settings.backup_dir or home_dir() / "backups"
 
+    def forget_keys(self, key_ids: list[str]) -> None:
+        """Drop destroyed HMAC keys from this process's cache."""
+        with self._lock:
+            ring = self._ring
+        if ring is not None and key_ids:
+            ring.forget(key_ids)
+
     def now(self) -> dt.datetime:
         """The service clock."""
         return self.clock()

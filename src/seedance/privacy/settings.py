@@ -39,7 +39,8 @@ class PrivacySettings(BaseSettings):
     device_key_rotation_hours: float = Field(default=24.0 * 30, gt=0, description="A new device-tag key this often.")
     device_key_retention_hours: float = Field(default=24.0 * 30, gt=0, description="Device-tag keys kept this long "
                                               "after retirement (blacklist lookups use every live key).")
-    max_events_per_batch: int = Field(default=500, ge=1, le=10_000, description="Most events in one batch.")
+    max_events_per_batch: int = Field(default=500, ge=1, le=500, description="Most events in one batch (the API's "
+                                      "schema allows 500; 64 KiB bodies hold about 1,300 minimal events).")
     max_clock_skew_s: float = Field(default=300.0, ge=0, description="Events further in the future are refused.")
     max_event_age_hours: float = Field(default=24.0 * 7, gt=0, description="Older events are refused.")
     cluster_threshold: int = Field(
