@@ -66,6 +66,9 @@ def test_fifty_devices_do_not_pause_fifty_one_do(farm: Env) -> None:
         assert r.status_code == 423  # the whole cluster is paused
         other = {**WEBGL, "webgl_renderer": "ANGLE (NVIDIA, NVIDIA GeForce RTX 4090)"}
         assert c.post("/api/v1/telemetry/events", json=batch(farm, device(3), fingerprint=other)).status_code == 202
+        scrape = c.get("/metrics").text  # the counters are on the control plane's /metrics
+        assert 'seedance_privacy_fingerprint_steps_total{step="cluster_paused"} 1.0' in scrape
+        assert 'seedance_privacy_telemetry_events_total{outcome="refused"} 4.0' in scrape
     sig = webgl_signature(Fingerprint.model_validate(WEBGL))
     with farm.control.db.read() as s:
         cluster = s.get(FingerprintCluster, sig)
