@@ -32,6 +32,15 @@ def _pg_connect() -> Any:
         pytest.fail(f"PostgreSQL is required at {PG_BASE} (start it with scripts/test.sh): {exc}")
 
 
+@pytest.fixture(autouse=True)
+def _privacy_isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Apps built here get a per-test Redis prefix, master key and folders for their privacy routes."""
+    from tests.privacy.isolation import isolated_privacy_env
+
+    for _ in isolated_privacy_env(tmp_path, monkeypatch):
+        yield
+
+
 @pytest.fixture
 def pg_schema_url() -> Iterator[str]:
     """A SQLAlchemy URL of a fresh, empty PostgreSQL schema (dropped afterwards)."""

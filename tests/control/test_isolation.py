@@ -15,7 +15,7 @@ import pytest
 
 from tests.control.conftest import LiveServer
 
-TENANT_PARAMS = {"job_id", "token_id", "tenant_id"}  # path parameters naming a tenant's object
+TENANT_PARAMS = {"job_id", "token_id", "tenant_id", "request_id", "subject_id", "challenge_id"}  # a tenant's object
 PUBLIC = {"/healthz", "/metrics", "/"}
 # bodies for write routes (valid where a body is needed; tenant-scoped ones aim at tenant B)
 BODIES: dict[tuple[str, str], Any] = {
@@ -26,7 +26,17 @@ BODIES: dict[tuple[str, str], Any] = {
     ("PATCH", "/api/v1/clusters/{cluster}/nodes/{node}"): {"labels": {"x": "y"}},
     ("POST", "/api/v1/jobs"): {"gpus": 1, "tenant_id": "{tenant_b}"},
     ("POST", "/api/v1/policies"): {"name": "p2"},
+    ("POST", "/api/v1/telemetry/events"): {"device_id": "dev-isolation-1", "session_started_at": "2030-01-01T00:00:00Z",
+                                           "events": [{"action": "view", "at": "2030-01-01T00:00:00Z"}]},
+    ("POST", "/api/v1/telemetry/challenges"): {"device_id": "dev-isolation-1"},
+    ("POST", "/api/v1/telemetry/challenges/{challenge_id}"): {"credential": {}},
+    ("POST", "/api/v1/privacy/subjects"): {"subject": "someone@example.org"},
+    ("POST", "/api/v1/privacy/consents"): {"flow_version": "2.0.0", "choice": "refused", "purposes": {}},
 }
+# writes a member may make in its own tenant (privacy telemetry and consent), with the expected answer
+MEMBER_WRITES = {("POST", "/api/v1/telemetry/events"): 422,  # 2030 is in the future: refused, nothing stored
+                 ("POST", "/api/v1/telemetry/challenges"): 409, ("POST", "/api/v1/privacy/subjects"): 201,
+                 ("POST", "/api/v1/privacy/consents"): 201}
 
 
 @pytest.fixture
@@ -64,7 +74,8 @@ def api_routes(app: Any) -> list[tuple[str, str]]:
 def fill(path: str, w: dict[str, Any], *, own: bool, token: str = "member") -> str:
     side = "a" if own else "b"
     values = {"job_id": w[f"job_{side}"], "token_id": w[f"{token}_{side}_id"], "tenant_id": w[f"tenant_{side}"],
-              "cluster": "default", "node": "node-0", "name": "shared"}
+              "cluster": "default", "node": "node-0", "name": "shared", "request_id": 10**9,
+              "subject_id": "00000000-0000-4000-8000-000000000000", "challenge_id": "c" * 24}
     return re.sub(r"\{(\w+)\}", lambda m: str(values[m.group(1)]), path)
 
 
@@ -98,6 +109,8 @@ def test_member_of_a_gets_404_for_every_tenant_b_object_on_every_route(live_serv
             assert r.status_code == 200, f"{method} {url}: {r.status_code}"
         elif (method, path) in (("POST", "/api/v1/jobs"), ("POST", "/api/v1/tokens")):
             assert r.status_code == 404, f"{method} {url} aimed at tenant B: {r.status_code} {r.text}"
+        elif (method, path) in MEMBER_WRITES:
+            assert r.status_code == MEMBER_WRITES[(method, path)], f"{method} {url}: {r.status_code} {r.text}"
         else:  # shared infrastructure and tenants: members may not change them
             assert r.status_code == 403, f"{method} {url}: {r.status_code} {r.text}"
         for marker in world["b_markers"]:

@@ -21,7 +21,7 @@ def test_upgrade_creates_every_table_and_is_idempotent(db_url: str) -> None:
     assert migrate.current_revision(db) is None
     migrate.upgrade(db)
     migrate.upgrade(db)  # a second start changes nothing
-    assert migrate.current_revision(db) == migrate.head_revision() == migrate.HEAD_REVISION == "0002"
+    assert migrate.current_revision(db) == migrate.head_revision() == migrate.HEAD_REVISION == "0003_i18"
     tables = set(inspect(db.engine).get_table_names())
     assert tables >= {"tenants", "api_tokens", "clusters", "nodes", "jobs", "scheduling_policies", "decisions",
                       "events", "alembic_version"}
@@ -111,7 +111,7 @@ def test_migration_0002_keeps_existing_jobs(db_url: str) -> None:
             "(1, 1, 'old', 'TrainingJob', 'gold', 0, 1, 1, 1, 250, '[]', 0, '{}', 'h', 'pending', '', '[]', 0, '', "
             "0, -1, :n, :n)"), {"n": now})
     assert migrate.current_revision(db) == "0001"
-    migrate.upgrade(db)
+    migrate.upgrade(db, "0002")
     assert migrate.current_revision(db) == "0002"
     with db.read() as s:
         job = s.scalars(select(Job)).one()

@@ -33,6 +33,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "seedance.cli.logs",
     "seedance.cli.kernels",
     "seedance.cli.optimize",
+    "seedance.cli.privacy",
 )
 
 EXIT_BAD_INPUT = 2
