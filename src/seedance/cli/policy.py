@@ -162,8 +162,8 @@ def register(app: typer.Typer) -> None:
             out = client.record_evidence(record)
         except ValidationError as exc:
             err = exc.errors()[0]
-            raise InputError(str(err["msg"]), source="policy evidence",
-                             field=".".join(str(x) for x in err["loc"][1:]) or None) from None
+            where = [str(x) for x in err["loc"][1:] if x != kind]  # drop "record" and the kind tag
+            raise InputError(str(err["msg"]), source="policy evidence", field=".".join(where) or None) from None
         except ClientError as exc:
             raise InputError(str(exc), source=client.where) from None
         except ControlError as exc:

@@ -74,6 +74,12 @@ class ComplianceReport:
         }
 
 
+def unknown_rule(rid: str) -> str:
+    """The message for an unknown rule id: the valid ids and names."""
+    valid = sorted((COMPLIANCE_RULES.get(n) for n in COMPLIANCE_RULES.names()), key=lambda r: r.id)
+    return f"unknown compliance rule {rid!r}; valid: {', '.join(f'{r.id} ({r.name})' for r in valid)}"
+
+
 def resolve_rules(ids: Sequence[str] | None, *, source: str) -> list[type[Rule]]:
     """Rule classes for ``ids`` (every rule when ``None``); unknown ids name the valid ones."""
     import seedance.compliance.rules  # noqa: F401  (registers the built-in rules)
@@ -84,8 +90,8 @@ def resolve_rules(ids: Sequence[str] | None, *, source: str) -> list[type[Rule]]
     for rid in ids:
         try:
             cls = COMPLIANCE_RULES.get(rid)
-        except UnknownNameError as exc:
-            raise InputError(str(exc), source=source, field="rule") from None
+        except UnknownNameError:
+            raise InputError(unknown_rule(rid), source=source, field="rule") from None
         if cls not in out:
             out.append(cls)
     return out
@@ -106,8 +112,8 @@ def check_document(
                              line=s.line, field=SKIP_FIELD)
         try:
             cls = COMPLIANCE_RULES.get(s.rule_id)
-        except UnknownNameError as exc:
-            raise InputError(str(exc), source=doc.source, line=s.line, field=SKIP_FIELD) from None
+        except UnknownNameError:
+            raise InputError(unknown_rule(s.rule_id), source=doc.source, line=s.line, field=SKIP_FIELD) from None
         reasons[cls.id] = s.reason or "suppressed in source (no reason given)"
     found: list[ReportedFinding] = []
     for cls in selected:

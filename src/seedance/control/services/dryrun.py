@@ -58,7 +58,7 @@ class DryRunRequest(BaseModel):
 
     cluster: str | None = Field(default=None, pattern=NAME_PATTERN, max_length=63,
                                 description="Cluster replayed (default: the policy's, else the only one).")
-    window_hours: float = Field(default=24.0, gt=0, le=24 * 90, description="Hours of submitted jobs replayed.")
+    window_hours: float = Field(default=24.0, gt=0, le=24 * 366, description="Hours of submitted jobs replayed.")
     until: dt.datetime | None = Field(default=None, description="End of the window (default: now).")
     variant: Literal["shared", "tiered"] | None = Field(
         default=None, description="shared: placement and queue order only; tiered: tier pools and borrowing "
