@@ -64,3 +64,56 @@ def test_evidence_command_bad_input_exits_2(home: Path, capsys: pytest.CaptureFi
     assert len(err) == 1 and "field wipe_proof_sha256" in err[0]
     assert main(["policy", "evidence", "backup", "encrypted"]) == 2
     assert "expected KEY=VALUE" in capsys.readouterr().err
+
+
+MANIFEST = """\
+kind: Cluster
+metadata: {name: default}
+spec:
+  nodes:
+    - {name: t4-0, cpu_milli: 32000, memory_mib: 256000, gpu_count: 2, gpu_model: T4}
+    - {name: t4-1, cpu_milli: 32000, memory_mib: 256000, gpu_count: 2, gpu_model: T4}
+---
+kind: TrainingJob
+metadata: {name: half-a}
+spec: {tier: silver, gpus: 0.5, duration_hours: 2}
+---
+kind: TrainingJob
+metadata: {name: half-b}
+spec: {tier: bronze, gpus: 0.5, duration_hours: 2}
+---
+kind: TrainingJob
+metadata: {name: whole}
+spec: {tier: silver, gpus: 1, duration_hours: 1}
+"""
+
+
+def test_store_dry_run_from_the_cli_changes_nothing(
+        shared_data: Path, home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.control.test_dryrun import dump
+
+    monkeypatch.setenv("COLUMNS", "250")
+    man = tmp_path / "m.yaml"
+    man.write_text(MANIFEST)
+    assert main(["submit", "-f", str(man)]) == 0
+    capsys.readouterr()
+    from seedance.control.client import LocalClient
+
+    local = LocalClient()
+    before = dump(local.service)
+    assert main([*ENABLE, "--dry-run", "--placement", "random", "-o", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert dump(local.service) == before
+    local.close()
+    assert (out["jobs"], out["nodes"], out["current"]["placement"], out["proposed"]["placement"]) == (
+        3, 2, "best-fit", "random")
+    assert out["proposed"]["queue_order"] == out["current"]["queue_order"] == "priority"  # a CostPolicy sets neither
+    assert out["compliance"]["failed"] is False
+    assert main([*ENABLE, "--dry-run", "--placement", "random"]) == 0
+    text = capsys.readouterr().out
+    assert "nothing was changed" in text and "jobs placed differently" in text and "SLA attainment per tier" in text
+    assert main(["scheduler", "policy", "list", "-o", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["policies"] == []
+    assert main([*ENABLE, "--dry-run", "--placement", "worst-fit"]) == 2
+    assert "unknown placement policy 'worst-fit'" in capsys.readouterr().err

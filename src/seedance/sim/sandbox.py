@@ -109,7 +109,7 @@ def _side(policy: ReplayPolicy, spec: ClusterSpec, trace: PodTrace, opts: Sandbo
     return {
         "policy": policy.name, "placement": policy.placement, "queue_order": policy.queue_order,
         "jobs_run": int(np.count_nonzero(node >= 0)), "never_run": int(np.count_nonzero(node < 0)),
-        "gpu_cost_usd": round(held_usd, 4), "cluster_cost_usd": summary["cluster_cost_usd"],
+        "gpu_cost_usd": round(held_usd, 6), "cluster_cost_usd": summary["cluster_cost_usd"],
         "gpu_hours_held": round(float((seg.alloc_milli * (seg.end - seg.start)).sum()) / 1000.0 / 3600.0, 4),
         "work_served_gpu_hours": summary["work_served_gpu_hours"],
         "unit_cost_usd_per_gpu_hour": summary["unit_cost_usd_per_gpu_hour"],
@@ -121,7 +121,7 @@ def _side(policy: ReplayPolicy, spec: ClusterSpec, trace: PodTrace, opts: Sandbo
         "queue_delay": _delays(start, trace.creation, tiers, names),
         "preemptions": run.preemptions,
         "replay_wall_s": round(run.wall_s, 3),
-        "_node": node, "_mask": mask,
+        "_node": node, "_mask": mask, "_usd": held_usd,
     }
 
 
@@ -141,6 +141,7 @@ def sandbox_diff(
     a = _side(current, spec, trace, opts)
     b = _side(proposed, spec, trace, opts)
     na, ma, nb, mb = a.pop("_node"), a.pop("_mask"), b.pop("_node"), b.pop("_mask")
+    usd_a, usd_b = a.pop("_usd"), b.pop("_usd")
     diff_mask = (na != nb) | (ma != mb)
     moved = np.flatnonzero(diff_mask)
     ids = job_ids or [str(x) for x in trace.name.tolist()]
@@ -163,10 +164,10 @@ def sandbox_diff(
         "span_s": round(float(trace.deletion.max() - trace.creation.min()), 3) if len(trace) else 0.0,
         "current": a, "proposed": b,
         "diff": {
-            "gpu_cost_usd": round(b["gpu_cost_usd"] - a["gpu_cost_usd"], 4),
-            "gpu_cost_change_pct": _pct(a["gpu_cost_usd"], b["gpu_cost_usd"]),
-            "gpu_cost_share_of_cluster_cost_pct": round(100.0 * (b["gpu_cost_usd"] - a["gpu_cost_usd"])
-                                                        / a["cluster_cost_usd"], 4) if a["cluster_cost_usd"] else None,
+            "gpu_cost_usd": round(usd_b - usd_a, 6),
+            "gpu_cost_change_pct": _pct(usd_a, usd_b),
+            "gpu_cost_share_of_cluster_cost_pct": round(100.0 * (usd_b - usd_a) / a["cluster_cost_usd"], 4)
+            if a["cluster_cost_usd"] else None,
             "unit_cost_change_pct": _pct(a["unit_cost_usd_per_gpu_hour"], b["unit_cost_usd_per_gpu_hour"]),
             "sla_attainment_pp": round(b["sla_attainment_pct"] - a["sla_attainment_pct"], 3),
             "tiers": tiers,
