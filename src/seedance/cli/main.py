@@ -23,6 +23,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "seedance.cli.costmodel",
     "seedance.cli.scheduler_policy",
     "seedance.cli.policy",
+    "seedance.cli.rollout",
     "seedance.cli.inference",
     "seedance.cli.k8s",
     "seedance.cli.mig",

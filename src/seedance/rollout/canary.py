@@ -216,7 +216,9 @@ class CanaryController:
         if self.state.phase is not Phase.PROGRESSING:
             return self.state.phase
         now = self.clock()
-        if not self._sample(now):
+        if not self._sample(now):  # no data: nothing to trip on, but the period still ends (inconclusive)
+            if now - self._period_start >= self.settings.period_s - 1e-9:
+                self._judge(now)
             return self.state.phase
         th = self.settings.thresholds
         lat = self.history.window(th.latency_window_s)
@@ -296,12 +298,12 @@ class CanaryController:
         """Wait until the provider serves the flag written with ``weight``."""
         if self.served_weight is None:
             return True
-        deadline = self.clock() + self.settings.confirm_timeout_s
+        deadline = time.monotonic() + self.settings.confirm_timeout_s  # a real wait, whatever the clock
         while True:
             got = self.served_weight()
             if got is not None and abs(got - weight) < 1e-9:
                 return True
-            if self.clock() >= deadline:
+            if time.monotonic() >= deadline:
                 return False
             time.sleep(0.005)
 

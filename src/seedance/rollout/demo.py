@@ -87,7 +87,7 @@ class DemoService:
         user = (query.get("user") or ["anonymous"])[0]
         attrs = {k: v[0] for k, v in query.items() if k in ("region", "tier", "tenant")}
         d = self.evaluator.details(self.flag, False, user, **attrs)
-        variant = str(d.variant) if d.variant is not None else "error"
+        variant = str(d.variant) if d.variant is not None else "default"  # disabled flag: the code default
         work_ms, fail = self._fault(variant)
         time.sleep(work_ms / 1000.0)
         code = 503 if fail else 200

@@ -12,6 +12,9 @@ reading the file never sees half a document:
   other context gets the baseline;
 * promoted: the authored flag;
 * rolled back: the baseline for everyone (``defaultVariant`` baseline, no targeting).
+
+Author a flag with ``"state": "DISABLED"`` until its rollout starts (flagd then answers the
+caller's default, the baseline); the controller enables it at the first canary step.
 """
 
 from __future__ import annotations
@@ -208,8 +211,9 @@ class FlagRollout:
         self._write(flag)
 
     def promote(self) -> None:
-        """The authored flag: the change for every eligible context."""
+        """The authored flag, enabled: the change for every eligible context."""
         flag = copy.deepcopy(self.authored)
+        flag["state"] = "ENABLED"
         if flag.get("targeting") is None:
             flag["defaultVariant"] = self.candidate
         flag["metadata"] = {**flag.get("metadata", {}), CANARY_META: 100}
@@ -218,6 +222,7 @@ class FlagRollout:
     def rollback(self) -> None:
         """The baseline for every context."""
         flag = {k: copy.deepcopy(v) for k, v in self.authored.items() if k != "targeting"}
+        flag["state"] = "ENABLED"
         flag["defaultVariant"] = self.baseline
         flag["metadata"] = {**flag.get("metadata", {}), CANARY_META: 0}
         self._write(flag)

@@ -121,3 +121,24 @@ def dry_run_document(data: dryrun.DryRunProposal, svc: ServiceDep, me: Principal
                                   default_queue=st.default_queue_order, tier_pools=st.tier_pools,
                                   validator=svc.validator)
     return dryrun.execute(prepared)
+
+
+class RolloutEvent(BaseModel):
+    """A canary controller's event (``rollout.*``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: Annotated[str, StringConstraints(pattern=r"^rollout\.[a-z_]{1,40}$")]
+    message: Annotated[str, StringConstraints(max_length=500)] = ""
+    data: dict[str, Any] = {}
+
+
+@router.post("/rollout/events", status_code=201, tags=["rollout"])
+def rollout_event(data: RolloutEvent, svc: ServiceDep, me: PrincipalDep) -> dict[str, Any]:
+    """Append a canary controller's event to the event log (operator)."""
+    from seedance.control.services import events
+
+    me.require(Role.OPERATOR, "recording rollout events")
+    with svc.db.write() as s:
+        events.record(session=s, kind=data.kind, message=data.message, data={**data.data, "by": me.token_name})
+    return {"recorded": data.kind}
