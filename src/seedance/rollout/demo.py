@@ -167,25 +167,33 @@ class LoadGenerator:
         self._lock = threading.Lock()
 
     def _run(self, i: int) -> None:
-        import httpx
+        import http.client
+        from urllib.parse import urlencode
 
+        url = urlparse(self.base_url)
         rng = random.Random(self.seed * 1000 + i)
         gap = self.threads / self.rps
         nxt = time.monotonic() + rng.uniform(0, gap)
-        with httpx.Client(base_url=self.base_url, timeout=10.0) as c:
+        conn = http.client.HTTPConnection(url.hostname or "127.0.0.1", url.port or 80, timeout=10)
+        try:
             while not self._stop.is_set():
                 delay = nxt - time.monotonic()
                 if delay > 0 and self._stop.wait(delay):
                     break
                 nxt = max(nxt + gap, time.monotonic() - gap)
+                query = urlencode({"user": f"user-{rng.randrange(self.users)}", **self.attrs})
                 try:
-                    c.get("/work", params={"user": f"user-{rng.randrange(self.users)}", **self.attrs})
+                    conn.request("GET", f"/work?{query}")
+                    conn.getresponse().read()
                     ok = True
-                except httpx.HTTPError:
+                except (OSError, http.client.HTTPException):
+                    conn.close()  # reconnects on the next request
                     ok = False
                 with self._lock:
                     self.sent += 1
                     self.failed += 0 if ok else 1
+        finally:
+            conn.close()
 
     def start(self) -> None:
         """Start the client threads."""
