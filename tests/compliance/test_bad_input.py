@@ -24,6 +24,7 @@ CASES = [
      "unknown compliance rule 'SDC099'"),
     ("a: &x {b: 1}\nc: *x\n", 1, None, "anchors and aliases"),
     ("- just\n- a list\n", 1, None, "must be a YAML mapping"),
+    ("spec:\n  x: !!python/object:os.system {}\n", 2, None, "not valid YAML"),
 ]
 
 

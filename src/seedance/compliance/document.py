@@ -179,7 +179,12 @@ def parse_document(text: str, *, source: str) -> PolicyDocument:
     positions: dict[PathKey, Position] = {}
     _no_aliases(root, source)
     _walk(root, (), positions, source)
-    data = yaml.safe_load(text)
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:  # e.g. a tag the safe loader does not construct
+        mark = getattr(exc, "problem_mark", None)
+        raise InputError(f"not valid YAML: {getattr(exc, 'problem', None) or exc}", source=source,
+                         line=mark.line + 1 if mark is not None else None) from None
     return PolicyDocument(source=source, text=text, data=data, positions=positions,
                           suppressions=_suppressions(text))
 
