@@ -15,7 +15,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
 from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session
 
@@ -43,6 +43,16 @@ EVIDENCE_EVENTS = {"backup": "evidence.backup", "key-rotation": "evidence.key_ro
                    "node-destruction": "evidence.node_destroyed"}
 _MAX_ROWS = 10_000
 Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
+
+
+def _rfc3339(v: object) -> object:
+    if not isinstance(v, str | dt.datetime):
+        raise ValueError("must be an RFC 3339 date-time string")
+    return v
+
+
+Timestamp = Annotated[dt.datetime, BeforeValidator(_rfc3339), Field(strict=False)]
+"""A date-time from its RFC 3339 string (strict bodies otherwise; a number is not a time)."""
 Text200 = Annotated[str, StringConstraints(min_length=1, max_length=200)]
 
 
@@ -60,9 +70,9 @@ class ComplianceRefused(Conflict):
 
 
 class _Evidence(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
-    at: dt.datetime | None = Field(default=None, description="When it happened (default: now).")
+    at: Timestamp | None = Field(default=None, description="When it happened (default: now).")
     note: Annotated[str, StringConstraints(max_length=500)] = ""
 
 
@@ -88,14 +98,14 @@ class NodeDestructionEvidence(_Evidence):
     kind: Literal["node-destruction"]
     cluster: Annotated[str, StringConstraints(pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")]
     node: Annotated[str, StringConstraints(min_length=1, max_length=253)]
-    destroyed_at: dt.datetime
+    destroyed_at: Timestamp
     wipe_proof_sha256: Sha256
 
 
 class EvidenceCreate(BaseModel):
     """Body of ``POST /api/v1/compliance/evidence``."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     record: Annotated[BackupEvidence | KeyRotationEvidence | NodeDestructionEvidence, Field(discriminator="kind")]
 
@@ -246,7 +256,7 @@ def _summary(report: ComplianceReport) -> dict[str, Any]:
 class EnableRequest(BaseModel):
     """Optional body of ``POST /api/v1/policies/{name}/enable``."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     override: bool = Field(default=False, description="Enable despite compliance errors (needs a reason).")
     reason: Annotated[str, StringConstraints(max_length=500)] | None = Field(
@@ -256,11 +266,11 @@ class EnableRequest(BaseModel):
 class OverrideCreate(BaseModel):
     """Body of ``POST /api/v1/compliance/overrides``: a policy enabled elsewhere over compliance errors."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     policy: Annotated[str, StringConstraints(min_length=1, max_length=63)]
     reason: Annotated[str, StringConstraints(min_length=1, max_length=500)]
-    config_yaml: Annotated[str, StringConstraints(max_length=256 * 1024)]
+    config_yaml: Annotated[str, StringConstraints(max_length=32 * 1024)]
     source: Annotated[str, StringConstraints(min_length=1, max_length=500)] = "config_yaml"
 
 

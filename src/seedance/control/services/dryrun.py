@@ -40,6 +40,7 @@ from seedance.control.policydoc import (
 )
 from seedance.control.schemas import NAME_PATTERN
 from seedance.control.services import clusters, policies
+from seedance.control.services.compliance import Timestamp
 from seedance.core.cluster import ClusterSpec, NodeSpec
 from seedance.core.errors import InputError, UnknownNameError
 from seedance.core.lifecycle import JobStatus
@@ -52,14 +53,14 @@ _STARTED = frozenset({JobStatus.RUNNING.value, JobStatus.BOUND.value})
 
 
 class DryRunRequest(BaseModel):
-    """Body of ``POST /api/v1/policies/{name}/dry-run`` (every field optional)."""
+    """Body of ``POST /api/v1/policies/{name}/dry-run`` (every field optional; no lax coercion)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     cluster: str | None = Field(default=None, pattern=NAME_PATTERN, max_length=63,
                                 description="Cluster replayed (default: the policy's, else the only one).")
     window_hours: float = Field(default=24.0, gt=0, le=24 * 366, description="Hours of submitted jobs replayed.")
-    until: dt.datetime | None = Field(default=None, description="End of the window (default: now).")
+    until: Timestamp | None = Field(default=None, description="End of the window (default: now).")
     variant: Literal["shared", "tiered"] | None = Field(
         default=None, description="shared: placement and queue order only; tiered: tier pools and borrowing "
         "(default: as the live loop runs, tiered when the service places by tier pools).")

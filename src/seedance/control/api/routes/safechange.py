@@ -30,9 +30,9 @@ Format = Annotated[Literal["json", "sarif"], Query(description="json (report) or
 class CheckRequest(BaseModel):
     """A policy document to check."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
-    config_yaml: Annotated[str, StringConstraints(max_length=256 * 1024)]
+    config_yaml: Annotated[str, StringConstraints(max_length=32 * 1024)]
     source: Annotated[str, StringConstraints(min_length=1, max_length=500)] = "config_yaml"
 
 
@@ -126,7 +126,7 @@ def dry_run_document(data: dryrun.DryRunProposal, svc: ServiceDep, me: Principal
 class RolloutEvent(BaseModel):
     """A canary controller's event (``rollout.*``)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     kind: Annotated[str, StringConstraints(pattern=r"^rollout\.[a-z_]{1,40}$")]
     message: Annotated[str, StringConstraints(max_length=500)] = ""
