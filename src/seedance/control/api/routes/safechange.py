@@ -2,7 +2,7 @@
 
 * ``GET /compliance/facts``: the running control plane's evidence (``SystemFacts``).
 * ``GET /compliance/rules``: the rules with their clauses.
-* ``POST /compliance/check`` and ``POST /policies/{name}/compliance``: a policy document (given, or
+* ``POST /compliance/check`` and ``POST /policies/{name}/compliance`` (operator): a policy document (given, or
   stored) checked with the system's facts; ``?format=sarif`` answers SARIF 2.1.0.
 * ``POST /compliance/evidence``: append a backup, key-rotation or node-destruction record (operator).
 * ``POST /compliance/overrides``: log a policy enabled elsewhere over its errors (operator).
@@ -14,16 +14,26 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Body, Query
+from fastapi import APIRouter, Body, Depends, Query
 from pydantic import BaseModel, ConfigDict, StringConstraints
 
 from seedance.compliance.facts import SystemFacts
 from seedance.control.api.deps import NamePath, PrincipalDep, ServiceDep
 from seedance.control.api.errors import ERROR_RESPONSES
 from seedance.control.schemas import Role
+from seedance.control.security import Principal
 from seedance.control.services import compliance, dryrun, policies
 
 router = APIRouter(prefix="/api/v1", responses=ERROR_RESPONSES, tags=["compliance"])
+
+
+def _operator(me: PrincipalDep) -> Principal:
+    """The caller, if operator or admin (checked before the body is read: 403 comes first)."""
+    me.require(Role.OPERATOR, "compliance checks, evidence, overrides, dry runs and rollout events")
+    return me
+
+
+OperatorDep = Annotated[Principal, Depends(_operator)]
 Format = Annotated[Literal["json", "sarif"], Query(description="json (report) or sarif (SARIF 2.1.0 log).")]
 
 
@@ -64,7 +74,7 @@ def rules(svc: ServiceDep, me: PrincipalDep) -> list[dict[str, Any]]:
 
 
 @router.post("/compliance/check")
-def check(data: CheckRequest, svc: ServiceDep, me: PrincipalDep, format: Format = "json") -> dict[str, Any]:
+def check(data: CheckRequest, svc: ServiceDep, me: OperatorDep, format: Format = "json") -> dict[str, Any]:
     """Check a policy document with this control plane's facts (nothing is stored)."""
     with svc.db.read() as s:
         fx = compliance.gather_facts(session=s)
@@ -72,7 +82,7 @@ def check(data: CheckRequest, svc: ServiceDep, me: PrincipalDep, format: Format 
 
 
 @router.post("/policies/{name}/compliance")
-def check_policy(name: NamePath, svc: ServiceDep, me: PrincipalDep, format: Format = "json") -> dict[str, Any]:
+def check_policy(name: NamePath, svc: ServiceDep, me: OperatorDep, format: Format = "json") -> dict[str, Any]:
     """Check a stored policy with this control plane's facts (nothing is stored)."""
     with svc.db.read() as s:
         p = policies.get_policy(session=s, name=name)
@@ -82,14 +92,14 @@ def check_policy(name: NamePath, svc: ServiceDep, me: PrincipalDep, format: Form
 
 
 @router.post("/compliance/evidence", status_code=201)
-def record_evidence(data: compliance.EvidenceCreate, svc: ServiceDep, me: PrincipalDep) -> dict[str, Any]:
+def record_evidence(data: compliance.EvidenceCreate, svc: ServiceDep, me: OperatorDep) -> dict[str, Any]:
     """Append an evidence record to the event log (operator)."""
     with svc.db.write() as s:
         return compliance.record_evidence(session=s, principal=me, data=data)
 
 
 @router.post("/compliance/overrides", status_code=201)
-def record_override(data: compliance.OverrideCreate, svc: ServiceDep, me: PrincipalDep) -> dict[str, Any]:
+def record_override(data: compliance.OverrideCreate, svc: ServiceDep, me: OperatorDep) -> dict[str, Any]:
     """Log a policy enabled outside this store over its compliance errors (operator)."""
     with svc.db.write() as s:
         report = compliance.override_elsewhere(session=s, principal=me, data=data)
@@ -98,11 +108,10 @@ def record_override(data: compliance.OverrideCreate, svc: ServiceDep, me: Princi
 
 @router.post("/policies/{name}/dry-run")
 def dry_run(
-    name: NamePath, svc: ServiceDep, me: PrincipalDep,
+    name: NamePath, svc: ServiceDep, me: OperatorDep,
     data: Annotated[dryrun.DryRunRequest | None, Body()] = None,
 ) -> dict[str, Any]:
     """Replay the cluster's recent jobs under the current and this policy; what would change (read-only)."""
-    me.require(Role.OPERATOR, "a policy dry run")
     st = svc.settings
     with svc.db.read() as s:
         prepared = dryrun.prepare(session=s, name=name, request=data or dryrun.DryRunRequest(),
@@ -112,9 +121,8 @@ def dry_run(
 
 
 @router.post("/policies/dry-run")
-def dry_run_document(data: dryrun.DryRunProposal, svc: ServiceDep, me: PrincipalDep) -> dict[str, Any]:
+def dry_run_document(data: dryrun.DryRunProposal, svc: ServiceDep, me: OperatorDep) -> dict[str, Any]:
     """Dry run of a policy document that is not stored (the CLI's ``scheduler policy enable --dry-run``)."""
-    me.require(Role.OPERATOR, "a policy dry run")
     st = svc.settings
     with svc.db.read() as s:
         prepared = dryrun.prepare(session=s, name=data.name, request=data, default_placement=st.default_placement,
@@ -134,11 +142,10 @@ class RolloutEvent(BaseModel):
 
 
 @router.post("/rollout/events", status_code=201, tags=["rollout"])
-def rollout_event(data: RolloutEvent, svc: ServiceDep, me: PrincipalDep) -> dict[str, Any]:
+def rollout_event(data: RolloutEvent, svc: ServiceDep, me: OperatorDep) -> dict[str, Any]:
     """Append a canary controller's event to the event log (operator)."""
     from seedance.control.services import events
 
-    me.require(Role.OPERATOR, "recording rollout events")
     with svc.db.write() as s:
         events.record(session=s, kind=data.kind, message=data.message, data={**data.data, "by": me.token_name})
     return {"recorded": data.kind}
