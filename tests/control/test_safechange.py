@@ -107,13 +107,14 @@ def test_system_evidence_turns_findings_on_and_off(live_server: LiveServer) -> N
         s.execute(EventRecord.__table__.delete().where(EventRecord.kind == "evidence.backup"))
 
 
-def test_declared_log_retention_is_a_fact(live_server_factory: Callable[..., LiveServer], db_url: str,
+def test_declared_log_retention_is_a_fact(live_server_factory: Callable[..., LiveServer], pg_schema_url: str,
                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """On PostgreSQL (SQLite's triggers are read in the tests above): pg_trigger in the current schema."""
     monkeypatch.setenv("SEEDANCE_COMPLIANCE_LOG_RETENTION_HOURS", "24")
-    c = live_server_factory(db_url).client()
+    c = live_server_factory(pg_schema_url).client()
     facts = c.get("/api/v1/compliance/facts").json()
     assert facts["log_retention_hours"] == 24 and facts["append_only_logs"] is True
-    assert facts["store"] == db_url.split(":")[0].split("+")[0]
+    assert facts["store"] == "postgresql"
     rep = c.post("/api/v1/compliance/check", json={"config_yaml": "spec: {}\n"}).json()
     errors = [(f["rule"], f["system"]) for f in rep["findings"] if f["level"] == "error"]
     assert errors == [("SDC003", "settings/log_retention_hours")] and rep["failed"]

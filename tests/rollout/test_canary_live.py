@@ -31,7 +31,7 @@ from tests.control.helpers import free_port
 from tests.rollout.helpers import FLAG, write_flag_file
 
 TH = SLIThresholds(latency_window_s=3, latency_hold_s=3, error_window_s=5, min_requests=6)
-PERIOD_S = 4.0
+PERIOD_S = 3.0
 
 
 @dataclass

@@ -19,7 +19,7 @@ flag: enable_cpu_throttling
 candidate: "on"
 baseline: "off"
 step_weight: 5
-period_s: 2
+period_s: 1.5
 sample_s: 0.25
 metrics_url: {url}/metrics
 thresholds:
