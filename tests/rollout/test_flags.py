@@ -108,3 +108,22 @@ def test_cli_validates_flag_files(tmp_path: Path, capsys: pytest.CaptureFixture[
     with pytest.raises(InputError, match="no flag 'nope'"):
         load_flag_file(good).flag("nope")
     assert flag_doc()["flags"][FLAG]["state"] == "DISABLED"
+
+
+def test_cost_action_flags_target_by_tenant_region_and_tier(tmp_path: Path) -> None:
+    path = tmp_path / "spot.json"
+    path.write_text(json.dumps({"flags": {"spot_migration": {
+        "state": "ENABLED", "variants": {"spot": "spot", "on-demand": "on-demand"}, "defaultVariant": "on-demand",
+        "targeting": {"if": [{"and": [{"in": [{"var": "tenant"}, ["ml-platform", "search"]]},
+                                      {"==": [{"var": "region"}, "cn-east-2"]},
+                                      {"!=": [{"var": "tier"}, "gold"]}]}, "spot", "on-demand"]}}}}))
+    ev = FlagEvaluator(path)
+    try:
+        cases = {("ml-platform", "cn-east-2", "bronze"): "spot", ("search", "cn-east-2", "silver"): "spot",
+                 ("ml-platform", "cn-east-2", "gold"): "on-demand", ("ads", "cn-east-2", "bronze"): "on-demand",
+                 ("search", "us-west-1", "bronze"): "on-demand"}
+        for (tenant, region, tier), want in cases.items():
+            d = ev.details("spot_migration", "on-demand", f"job-{tenant}", tenant=tenant, region=region, tier=tier)
+            assert (d.value, d.variant) == (want, want)
+    finally:
+        ev.close()
