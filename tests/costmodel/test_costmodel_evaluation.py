@@ -123,11 +123,12 @@ def test_bad_enable_calls_print_one_line_exit_2_and_store_nothing(
     assert json.loads(capsys.readouterr().out)["policies"] == []
 
 
-def test_dry_run_prints_the_changes_and_enables_nothing(
+def test_trace_dry_run_prints_the_changes_and_enables_nothing(
         shared_data: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.chdir(ROOT)
     argv = ["scheduler", "policy", "enable", "--name=peak-aware", "--plugin=electricity-pricing", "--region=DE-LU",
-            "--config-file=./policies/peak_aware.yaml", "--dry-run", "--dry-run-days=3", "-o", "json"]
+            "--config-file=./policies/peak_aware.yaml", "--dry-run", "--dry-run-source=trace", "--dry-run-days=3",
+            "-o", "json"]
     assert main(argv) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["dry_run"] is True and out["deadline_misses"] == 0 and out["deferred_jobs"] > 0

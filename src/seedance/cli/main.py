@@ -22,6 +22,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "seedance.cli.policies",
     "seedance.cli.costmodel",
     "seedance.cli.scheduler_policy",
+    "seedance.cli.policy",
+    "seedance.cli.rollout",
     "seedance.cli.inference",
     "seedance.cli.k8s",
     "seedance.cli.mig",

@@ -2,13 +2,24 @@
 
 ``enable`` validates everything before it stores anything: the plug-in name, the policy file
 against its schema, the region (its price and carbon files must load) and the policy's values for
-the region's currency. ``--dry-run`` replays the trace for a few days with and without the policy
-and prints what it would change, without enabling it. Enabled policies live in the local SQLite
-store (:mod:`seedance.costmodel.store`) until the control plane takes over.
+the region's currency. Then the compliance gate: every compliance rule runs on the file with the
+facts of the control plane of the current context (or the local store); a policy with error
+findings is refused (exit 1, the findings printed) unless ``--override --reason TEXT``, which is
+recorded in that control plane's append-only event log.
+
+``--dry-run`` changes nothing. By default (``--dry-run-source store``) it replays the jobs the
+control plane's store holds for the window (``--window`` hours) under the policy in force and
+under this one (same replay code for both) and prints the diff: cost, SLA attainment per tier,
+queueing delay, preemptions and the jobs placed differently. ``--dry-run-source trace`` replays
+the public trace for a few days with and without the policy's deferral and prints the energy
+and carbon change. Enabled policies live in the local SQLite store (:mod:`seedance.costmodel.store`)
+until the control plane takes over.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -16,6 +27,7 @@ import typer
 from rich.table import Table
 
 from seedance.cli.costmodel import Output, OutputOpt, emit
+from seedance.cli.policy import Format
 from seedance.core.errors import InputError
 
 
@@ -38,6 +50,19 @@ def register(app: typer.Typer) -> None:
         dry_run_start: Annotated[str, typer.Option(help="UTC date where the --dry-run replay starts.")]
         = "2023-06-01",
         output: OutputOpt = Output.table,
+        dry_run_source: Annotated[DrySource, typer.Option(
+            help="store: replay the store's recent jobs; trace: replay the public trace's energy.")]
+        = DrySource.store,
+        window: Annotated[float, typer.Option(help="Hours of stored jobs replayed by --dry-run.")] = 24.0,
+        cluster: Annotated[str | None, typer.Option(help="Cluster replayed by --dry-run.")] = None,
+        variant: Annotated[str | None, typer.Option(help="Replay variant: shared or tiered.")] = None,
+        placement: Annotated[str | None, typer.Option(help="Proposed placement policy (dry run).")] = None,
+        queue_order: Annotated[str | None, typer.Option(help="Proposed queue order (dry run).")] = None,
+        override: Annotated[bool, typer.Option("--override", help="Enable despite compliance errors.")] = False,
+        reason: Annotated[str | None, typer.Option(help="Why the errors are accepted (with --override).")] = None,
+        system: Annotated[bool, typer.Option("--system/--no-system",
+                                             help="Check the control plane's facts too.")] = True,
+        context: Annotated[str | None, typer.Option("--context", help="Control plane (default: current).")] = None,
     ) -> None:
         """Validate a cost policy and enable it for a region (or only replay it with --dry-run)."""
         from seedance.costmodel.evaluation import policy_signals
@@ -56,10 +81,36 @@ def register(app: typer.Typer) -> None:
         _check_name(name)
         rs = policy_signals(policy, region)
         policy.weights(rs.currency)  # the policy must price this region's currency
+        if override and not (reason and reason.strip()):
+            raise InputError("--override needs --reason TEXT (it is recorded in the event log)", source="--reason")
+        from seedance.cli.policy import check_files, print_reports, system_facts
+        from seedance.compliance.document import load_document
+
+        text = load_document(config_file).text
+        report = check_files([config_file], facts=system_facts(context) if system else None)[0]
         if dry_run:
-            payload = dry_run_replay(policy, rs.region, days=dry_run_days, start=dry_run_start)
-            emit(payload, output, _dry_table(payload))
+            if dry_run_source is DrySource.trace:
+                payload = dry_run_replay(policy, rs.region, days=dry_run_days, start=dry_run_start)
+                payload["compliance"] = report.to_json()
+                emit(payload, output, _dry_table(payload))
+                return
+            proposal = {"name": name, "config_yaml": text, "window_hours": window, "cluster": cluster,
+                        "variant": variant, "placement": placement, "queue_order": queue_order}
+            payload = _safechange(context, lambda c: c.dry_run({k: v for k, v in proposal.items() if v is not None}))
+            payload["compliance"] = report.to_json()
+            from seedance.cli.dryrun_view import render_dry_run
+
+            emit(payload, output, render_dry_run(payload))
             return
+        if report.failed and not override:
+            print_reports([report], Format.table, None)
+            typer.echo(f"error: policy {name!r} refused: {len(report.errors())} compliance error(s); fix them or "
+                       "pass --override --reason TEXT", err=True)
+            raise typer.Exit(1)
+        if report.failed:
+            assert reason is not None
+            _safechange(context, lambda c: c.record_override(policy=name, reason=reason, config_yaml=text,
+                                                             source=str(config_file)))
         stored = PolicyStore().enable(name=name, plugin=plugin_cls.name, region=rs.region, policy=policy,
                                       config_path=str(config_file))
         payload = {"enabled": stored.to_json(), "store": str(PolicyStore().path)}
@@ -116,6 +167,30 @@ def register(app: typer.Typer) -> None:
             raise InputError("give the policy name (NAME or --name)", source="scheduler policy disable")
         stored = PolicyStore().disable(key)
         emit({"disabled": stored.to_json()}, output, f"disabled cost policy {stored.name!r}")
+
+
+class DrySource(StrEnum):
+    """What ``--dry-run`` replays."""
+
+    store = "store"
+    trace = "trace"
+
+
+def _safechange(context: str | None, fn: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
+    """Run ``fn`` on the safe-change client of ``context``; refusals become one error line."""
+    from seedance.control.client import ClientError
+    from seedance.control.errors import ControlError
+    from seedance.control.safechange_client import make_safechange_client
+
+    client = make_safechange_client(context)
+    try:
+        return fn(client)
+    except ClientError as exc:
+        raise InputError(str(exc), source=client.where) from None
+    except ControlError as exc:
+        raise InputError(f"{exc.status}: {exc}", source=client.where) from None
+    finally:
+        client.close()
 
 
 def _check_name(name: str) -> None:

@@ -157,6 +157,12 @@ class PolicySpec(_Model):
     forecast: ForecastSpec = Field(default_factory=ForecastSpec)
     energy: EnergySpec = Field(default_factory=EnergySpec)
     signals: SignalSpec = Field(default_factory=SignalSpec)
+    # compliance declarations: checked by seedance.compliance (``seedancectl policy validate``), unused here
+    autoscale: dict[str, Any] | None = Field(default=None, description="Autoscaling bounds (compliance rule SDC001).")
+    storage: dict[str, Any] | None = Field(default=None, description="Storage the policy writes (SDC002, SDC006).")
+    actions: list[dict[str, Any]] | None = Field(default=None, description="Cost actions (compliance.actions).")
+    audit: dict[str, Any] | None = Field(default=None, description="Audit-log retention declared (SDC003).")
+    keys: dict[str, Any] | None = Field(default=None, description="Key rotation period declared (SDC004).")
 
     @field_validator("plugin")
     @classmethod

@@ -216,7 +216,8 @@ def delete_node(*, session: Session, principal: Principal, cluster_name: str, no
     session.flush()
     bump(session=session, cluster_id=cluster.id, sched=True, capacity=True)
     events.record(session=session, kind="node.removed", cluster_id=cluster.id, message=f"node {node.name}",
-                  data={"requeued": [j.id for j in victims]})
+                  data={"requeued": [j.id for j in victims],
+                        "labels": {str(k): str(v) for k, v in node.labels.items()}})
     return [j.id for j in victims]
 
 

@@ -50,6 +50,11 @@ def create_policy(
     except UnknownNameError as exc:
         raise InputError(str(exc), source="request body", field="queue_order") from None
     cluster_id = clusters.get_cluster(session=session, name=data.cluster).id if data.cluster else None
+    if data.enabled:  # compliance gate; no override here: create it disabled, then enable with a reason
+        from seedance.control.services import compliance
+
+        compliance.gate_new(session=session, principal=principal, policy=data.name, text=data.config_yaml,
+                            cluster_id=cluster_id)
     now = utcnow()
     policy = SchedulingPolicy(
         name=data.name, cluster_id=cluster_id, placement=placement, queue_order=queue_order,

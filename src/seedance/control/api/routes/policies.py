@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Response
+from typing import Annotated
+
+from fastapi import APIRouter, Body, Response
 
 from seedance.control.api.deps import NamePath, PrincipalDep, ServiceDep
 from seedance.control.api.errors import ERROR_RESPONSES
 from seedance.control.schemas import PolicyCreate, PolicyRead
-from seedance.control.services import jobs, policies
+from seedance.control.services import compliance, jobs, policies
 
 router = APIRouter(prefix="/api/v1", responses=ERROR_RESPONSES, tags=["policies"])
 
@@ -39,8 +41,11 @@ def get_policy(name: NamePath, svc: ServiceDep, me: PrincipalDep) -> PolicyRead:
         return policies.to_read(p, jobs.cluster_names(session=s).get(p.cluster_id) if p.cluster_id else None)
 
 
-def _toggle(name: str, svc: ServiceDep, me: PrincipalDep, enabled: bool) -> PolicyRead:
+def _toggle(name: str, svc: ServiceDep, me: PrincipalDep, enabled: bool,
+            gate: compliance.EnableRequest | None = None) -> PolicyRead:
     with svc.db.write() as s:
+        if gate is not None:  # compliance gate, in the same transaction as the enable
+            compliance.gate_stored(session=s, principal=me, name=name, override=gate.override, reason=gate.reason)
         p = policies.set_enabled(session=s, principal=me, name=name, enabled=enabled)
         out = policies.to_read(p, jobs.cluster_names(session=s).get(p.cluster_id) if p.cluster_id else None)
     svc.wake_scheduler()
@@ -48,9 +53,11 @@ def _toggle(name: str, svc: ServiceDep, me: PrincipalDep, enabled: bool) -> Poli
 
 
 @router.post("/policies/{name}/enable", response_model=PolicyRead)
-def enable_policy(name: NamePath, svc: ServiceDep, me: PrincipalDep) -> PolicyRead:
-    """Put a policy in force (operator)."""
-    return _toggle(name, svc, me, True)
+def enable_policy(
+    name: NamePath, svc: ServiceDep, me: PrincipalDep, body: Annotated[compliance.EnableRequest | None, Body()] = None
+) -> PolicyRead:
+    """Put a policy in force (operator); refused (409) on compliance errors unless overridden with a reason."""
+    return _toggle(name, svc, me, True, body or compliance.EnableRequest())
 
 
 @router.post("/policies/{name}/disable", response_model=PolicyRead)
