@@ -18,7 +18,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 import seedance
 from seedance.control.api.errors import BodyLimitMiddleware, install_error_handlers
-from seedance.control.api.routes import clusters, jobs, policies, system, tenants
+from seedance.control.api.routes import clusters, finops, jobs, policies, system, tenants
 from seedance.control.observability import ControlMetrics
 from seedance.control.service import ControlService
 from seedance.control.services.scheduling import FilterProvider
@@ -54,6 +54,7 @@ def create_app(
     for module in (jobs, system, tenants, clusters, policies):  # jobs first: the hot routes match sooner
         app.include_router(module.router)
     app.include_router(system.api)
+    app.include_router(finops.router)
     app.mount("/dashboard", StaticFiles(directory=DASHBOARD_DIR, html=True), name="dashboard")
     app.add_middleware(BodyLimitMiddleware, limit=svc.settings.max_body_bytes)
     app.add_middleware(RequestMetricsMiddleware, metrics=svc.metrics)

@@ -6,9 +6,10 @@ Seedance share ``seedance.ai/gpu-milli`` on the GPUs of ``seedance.ai/gpu-index`
 ``nvidia.com/mig-<profile>``, or time-sliced replicas) and the cost tags.
 
 Cost tags (whitepaper §3.3): for each tag key (``team``, ``env``, ...) the value is the pod label
-``cost.seedance.ai/<key>`` the operator wrote (:mod:`seedance.k8s.costtags`), else the pod's own
-``<key>`` label, else the namespace's; a missing tag stays absent and lands in OpenCost's
-``__unallocated__`` bucket when the ledger is aggregated by it.
+``cost.seedance.ai/<key>`` the operator wrote (:mod:`seedance.k8s.costtags`), else what the operator
+would write (the pod's or the namespace's label, in :data:`seedance.k8s.costtags.SOURCES` order); a
+missing tag stays absent and lands in OpenCost's ``__unallocated__`` bucket when the ledger is
+aggregated by it.
 """
 
 from __future__ import annotations
@@ -75,10 +76,11 @@ class PodMeta:
 
     def tags(self, tag_keys: Sequence[str] = keys.COST_TAG_KEYS) -> dict[str, str]:
         """Cost tags: operator label, else pod label, else namespace label (missing ones absent)."""
+        from seedance.k8s.costtags import tag_value
+
         out: dict[str, str] = {}
         for k in tag_keys:
-            v = (self.labels.get(keys.COST_TAG_PREFIX + k) or self.labels.get(k)
-                 or self.namespace_labels.get(k))
+            v = self.labels.get(keys.COST_TAG_PREFIX + k) or tag_value(k, self.labels, self.namespace_labels)
             if v and v != keys.UNASSIGNED:
                 out[k] = v
         return out
@@ -135,10 +137,11 @@ class PodMeta:
 
     def tags(self, tag_keys: Sequence[str] = keys.COST_TAG_KEYS) -> dict[str, str]:
         """Cost tags: operator label, else pod label, else namespace label (missing ones absent)."""
+        from seedance.k8s.costtags import tag_value
+
         out: dict[str, str] = {}
         for k in tag_keys:
-            v = (self.labels.get(keys.COST_TAG_PREFIX + k) or self.labels.get(k)
-                 or self.namespace_labels.get(k))
+            v = self.labels.get(keys.COST_TAG_PREFIX + k) or tag_value(k, self.labels, self.namespace_labels)
             if v and v != keys.UNASSIGNED:
                 out[k] = v
         return out

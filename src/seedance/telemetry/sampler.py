@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from seedance.core.catalog import CATALOG
+from seedance.telemetry.attribution import split_by_ratio
 from seedance.telemetry.dcgm import engine_active, parse_dcgm
 from seedance.telemetry.models import catalog_model
 from seedance.telemetry.pods import ContainerMeta, PodDirectory, PodMeta
@@ -257,10 +258,11 @@ class NodeSampler:
                                          share_power=sl is not None)
             holders: dict[Key, list[float]] = {}  # key -> [allocated, used, energy, used known]
             busy = sum(v for v in per_proc.values() if v is not None)
+            _, _, per_e = split_by_ratio(energy[0], 1.0, busy, {p: v for p, v in per_proc.items() if v is not None})
             for pr in here:
                 own = self._owner(pr.pid, by_pid)
                 used = per_proc.get(pr.pid)
-                e = energy[0] * (used / busy) if used is not None and busy > 0 else 0.0
+                e = per_e.get(pr.pid, 0.0)
                 if own is None:
                     continue
                 pod, cont = own
@@ -277,8 +279,8 @@ class NodeSampler:
                 cont_name = pod.containers[0].name if pod.containers else ""
                 holders.setdefault((pod.namespace, pod.name, cont_name), [0.0, 0.0, 0.0, 0.0])[0] += frac
             for k, h in holders.items():
-                if h[0] == 0.0:  # no explicit claim: a MIG slice or whole GPU is held by whoever runs on it
-                    h[0] = fraction if sl is not None else self._implicit(k, fraction)
+                if h[0] == 0.0:  # no explicit claim: a MIG slice (all of it) or a GPU is held by whoever runs on it
+                    h[0] = 1.0 if sl is not None else self._implicit(k)
             attributed = sum(h[2] for h in holders.values())
             hs = tuple(Holder(k[0], k[1], k[2], allocated=h[0], used=h[1] if h[3] else None, energy_j=h[2])
                        for k, h in sorted(holders.items()))
@@ -300,11 +302,11 @@ class NodeSampler:
             out.append(DeviceState(node=self.node, gpu=-1, uuid=lost.where, model="unknown", lost=True))
         return out, shares, usage
 
-    def _implicit(self, key: Key, fraction: float) -> float:
+    def _implicit(self, key: Key) -> float:
         pod = next((p for p in self.pods.pods() if (p.namespace, p.name) == key[:2]), None)
         if pod is not None and pod.gpu is not None:
             return pod.gpu.fraction
-        return fraction
+        return 1.0
 
     def _device_energy(self, dev: str, energy_mj: float | None, power_w: float | None, dt: float, model: str,
                        fraction: float, *, share_power: bool) -> tuple[float, float]:

@@ -1,0 +1,79 @@
+"""FinOps routes: ``/api/v1/allocation`` (OpenCost's idiom), ``/api/v1/allocation/explain``,
+``POST /api/v1/telemetry`` (agents) and ``/api/v1/telemetry/heatmap`` (the heatmap page)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request
+
+from seedance.control.api.deps import PrincipalDep
+from seedance.control.api.errors import ERROR_RESPONSES
+from seedance.control.schemas import NAME_PATTERN, Role
+from seedance.finops.service import FinopsService, split_csv
+from seedance.finops.wire import TelemetryPost
+
+router = APIRouter(prefix="/api/v1", responses=ERROR_RESPONSES, tags=["finops"])
+Cluster = Annotated[str, Query(pattern=NAME_PATTERN, max_length=63)]
+Source = Annotated[str, Query(max_length=63, pattern=r"^[A-Za-z0-9:._-]+$",
+                              description="live, or replay:<policy> for a replayed trace.")]
+
+
+def finops(request: Request) -> FinopsService:
+    """The app's FinOps service (made on first use from the app's store)."""
+    svc = getattr(request.app.state, "finops", None)
+    if svc is None:
+        svc = request.app.state.finops = FinopsService(request.app.state.service.db)
+    return svc
+
+
+@router.get("/allocation")
+def allocation(
+    request: Request, me: PrincipalDep,
+    window: Annotated[str, Query(max_length=100, description="today, 7d, lastweek, RFC3339 pair, ... or all.")],
+    aggregate: Annotated[str, Query(max_length=300)] = "namespace",
+    step: Annotated[str | None, Query(max_length=20)] = None,
+    idle: bool = True,
+    share_idle: Annotated[str, Query(alias="shareIdle", max_length=10)] = "none",
+    idle_by_node: Annotated[bool, Query(alias="idleByNode")] = False,
+    share_namespaces: Annotated[str, Query(alias="shareNamespaces", max_length=1000)] = "",
+    share_split: Annotated[str, Query(alias="shareSplit", max_length=10)] = "weighted",
+    cluster: Cluster = "default", source: Source = "live",
+    fmt: Annotated[str, Query(alias="format", max_length=10)] = "seedance",
+) -> dict[str, Any]:
+    """Costs by any aggregation, idle as ``__idle__`` or shared, shared namespaces distributed (operator)."""
+    me.require(Role.OPERATOR, "reading the cost allocation")
+    return finops(request).allocation(
+        window=window, aggregate=split_csv(aggregate), step=step, idle=idle, share_idle=share_idle,
+        idle_by_node=idle_by_node, share_namespaces=split_csv(share_namespaces), share_split=share_split,
+        cluster=cluster, source=source, fmt=fmt)
+
+
+@router.get("/allocation/explain")
+def allocation_explain(
+    request: Request, me: PrincipalDep,
+    window_from: Annotated[str, Query(alias="from", max_length=100)],
+    window_to: Annotated[str, Query(alias="to", max_length=100)],
+    step: Annotated[str, Query(max_length=20)] = "1h",
+    filter_: Annotated[str, Query(alias="filter", max_length=300, description="k=v,k2=v2 (labels or properties)")]
+    = "",
+    cluster: Cluster = "default", source: Source = "live",
+) -> dict[str, Any]:
+    """Why the cost changed: volume, price, mix, idle, efficiency and shared effects, hour by hour (operator)."""
+    me.require(Role.OPERATOR, "reading the cost allocation")
+    filters = [tuple(x.split("=", 1)) for x in split_csv(filter_) if "=" in x]
+    return finops(request).explain(window_from=window_from, window_to=window_to, step=step, cluster=cluster,
+                                   source=source, filters=[(a, b) for a, b in filters])
+
+
+@router.post("/telemetry")
+def post_telemetry(request: Request, body: TelemetryPost, me: PrincipalDep) -> dict[str, Any]:
+    """A node agent's ledger windows and GPU state (operator); replaces that node's windows."""
+    me.require(Role.OPERATOR, "posting telemetry")
+    return finops(request).ingest(body)
+
+
+@router.get("/telemetry/heatmap")
+def telemetry_heatmap(request: Request, me: PrincipalDep, cluster: Cluster = "default") -> dict[str, Any]:
+    """Newest state of every GPU and MIG instance, with the pods on it and their shares."""
+    return finops(request).heatmap(cluster)

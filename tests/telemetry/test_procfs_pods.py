@@ -1,0 +1,90 @@
+"""cgroup paths → container and pod, the process sampler, pod documents → requests, GPU claims and tags."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from seedance.core.errors import InputError
+from seedance.telemetry.pods import GpuClaim, PodDirectory, gpu_claim, pod_meta
+from seedance.telemetry.procfs import ProcessSampler, parse_cgroup
+from tests.telemetry.fakes import FakePsutil, cgroup_of, pod_doc
+
+FIX = Path(__file__).parent / "fixtures"
+CID = "0123456789abcdef" * 4
+
+
+def cases() -> dict[str, str]:
+    out = {}
+    for line in (FIX / "cgroups.txt").read_text().splitlines():
+        if line.startswith("#") or not line.strip():
+            continue
+        name, _, content = line.partition(" | ")
+        out[name] = content.replace("\\n", "\n")
+    return out
+
+
+@pytest.mark.parametrize(("case", "pod", "container", "qos", "runtime"), [
+    ("v2-containerd-burstable", "4b1f4f77-49e6-4e30-98db-e98055c8a54f", CID, "burstable", "containerd"),
+    ("v2-crio-besteffort", "7d2a1c3e-5b6f-4a8e-9c0d-1e2f3a4b5c6d", "fedcba9876543210" * 4, "besteffort", "cri-o"),
+    ("v2-docker-guaranteed", "0f1e2d3c-4b5a-6978-8a9b-0c1d2e3f4a5b", "00112233445566778899aabbccddeeff" * 2,
+     "guaranteed", "docker"),
+    ("v1-cgroupfs-burstable", "4b1f4f77-49e6-4e30-98db-e98055c8a54f", CID, "burstable", None),
+    ("v1-docker-plain", None, "00112233445566778899aabbccddeeff" * 2, None, "docker"),
+    ("host-systemd", None, None, None, None),
+])
+def test_cgroup_layouts(case: str, pod: str | None, container: str | None, qos: str | None, runtime: str | None
+                        ) -> None:
+    c = parse_cgroup(cases()[case])
+    assert (c.pod_uid, c.container_id, c.qos, c.runtime) == (pod, container, qos, runtime)
+
+
+def test_process_sampler_caches_cgroups_per_pid_and_start() -> None:
+    table = {10: (100.0, 5.0, 1 << 20), 11: (100.0, 1.0, 2 << 20)}
+    reads: list[int] = []
+
+    def read(pid: int) -> str:
+        reads.append(pid)
+        return cgroup_of("4b1f4f77-49e6-4e30-98db-e98055c8a54f", CID) if pid == 10 else "0::/system.slice/x\n"
+
+    s = ProcessSampler(FakePsutil(table), read_cgroup=read)
+    a = s.sample()
+    assert [(p.pid, p.cpu_s, p.rss_bytes, p.cgroup.container_id) for p in a] == [
+        (10, 5.0, 1 << 20, CID), (11, 1.0, 2 << 20, None)]
+    table[10] = (100.0, 7.5, 1 << 20)
+    table[11] = (200.0, 0.5, 1 << 20)  # pid 11 reused by a new process
+    s.sample()
+    assert reads == [10, 11, 11]
+
+
+def test_pod_documents_to_requests_claims_and_tags() -> None:
+    pod = pod_doc("train-0", "u1", [CID, "ab" * 32], labels={"team": "nlp", "cost.seedance.ai/env": "prod"},
+                  cpu="1500m", memory="8Gi", gpus=2, annotations={"seedance.ai/gpu-index": "2,3"})
+    m = pod_meta(pod, {"env": "dev", "team": "other"})
+    assert [(c.name, c.container_id, c.cpu_request, c.ram_request) for c in m.containers] == [
+        ("c0", CID, 1.5, 8 * 2**30), ("c1", "ab" * 32, 1.5, 8 * 2**30)]
+    assert m.gpu == GpuClaim(fraction=1.0, devices=2, indices=(2, 3))
+    assert m.tags() == {"team": "nlp", "env": "prod"}  # operator's env label wins, team from the pod
+    assert pod_meta(pod_doc("p", "u", [CID]), {"env": "dev"}).tags() == {"env": "dev"}
+    d = PodDirectory([m])
+    assert d.by_container(CID)[1].name == "c0" and d.by_uid("u1") is m and d.by_container("zz") is None
+
+
+@pytest.mark.parametrize(("kw", "claim"), [
+    ({"annotations": {"seedance.ai/gpu-milli": "250", "seedance.ai/gpu-index": "1"}},
+     GpuClaim(fraction=0.25, devices=1, indices=(1,))),
+    ({"mig": "1g.10gb"}, GpuClaim(fraction=1 / 7, devices=1, mig_profile="1g.10gb")),
+    ({"mig": "3g.40gb"}, GpuClaim(fraction=3 / 7, devices=1, mig_profile="3g.40gb")),
+    ({"gpus": 1}, GpuClaim(fraction=1.0, devices=1)),
+    ({}, None),
+])
+def test_gpu_claims(kw: dict, claim: GpuClaim | None) -> None:
+    assert gpu_claim(pod_doc("p", "u", [CID], **kw)) == claim
+
+
+def test_time_sliced_replicas_and_bad_annotation() -> None:
+    assert gpu_claim(pod_doc("p", "u", [CID], gpus=1), time_slice_replicas=4) == GpuClaim(fraction=0.25, devices=1)
+    with pytest.raises(InputError, match="must be 1..1000") as e:
+        gpu_claim(pod_doc("p", "u", [CID], annotations={"seedance.ai/gpu-milli": "1500"}))
+    assert e.value.field == "metadata.annotations.seedance.ai/gpu-milli"
