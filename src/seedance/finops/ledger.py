@@ -36,8 +36,10 @@ class LedgerStore:
             r = ln.as_row()
             r["updated_at"] = now
             rows.append(r)
+        conn = s.connection()  # Core executemany: the ORM's bulk path costs ~10x more per row
+        table = LedgerRow.__table__
         for i in range(0, len(rows), _BATCH):
-            s.execute(insert(LedgerRow), rows[i:i + _BATCH])
+            conn.execute(table.insert(), rows[i:i + _BATCH])
 
     def replace_node_window(self, lines: Sequence[LedgerLine], *, cluster: str, source: str,
                             window_start: dt.datetime, node: str, shared: LedgerLine | None = None) -> int:

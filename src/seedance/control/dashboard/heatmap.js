@@ -6,7 +6,7 @@
 
 const SVG = "http://www.w3.org/2000/svg";
 const STOPS = [[68, 1, 84], [59, 82, 139], [33, 145, 140], [94, 201, 98], [253, 231, 37]]; // viridis
-const CELL = 14, GAP = 2, LABEL = 170, PER_COL = 64;
+const CELL = 14, GAP = 2, LABEL = 150, PER_COL = 32;
 let firstPaint = null;
 
 function colour(x) {
