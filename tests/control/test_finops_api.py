@@ -16,8 +16,8 @@ from seedance.telemetry.sampler import NodeSampler
 from tests.control.conftest import LiveServer
 from tests.telemetry.fakes import FakePsutil, cgroup_of, pod_doc
 
-UIDS = ["11111111-1111-1111-1111-11111111111%d" % i for i in range(4)]
-CIDS = [("%x" % (10 + i)) * 64 for i in range(4)]
+UIDS = [f"11111111-1111-1111-1111-11111111111{i}" for i in range(4)]
+CIDS = [f"{10 + i:x}" * 64 for i in range(4)]
 T0 = 1772409600.0  # 2026-03-02T00:00:00Z, a window edge
 
 

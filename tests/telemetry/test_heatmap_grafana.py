@@ -96,6 +96,6 @@ def test_every_query_uses_metrics_the_exporter_emits() -> None:
     used = set()
     for p in d["panels"]:
         for t in p["targets"]:
-            used |= {m for m in re.findall(r"\b(DCGM_FI_\w+|seedance_\w+)", t["expr"])}
+            used |= set(re.findall(r"\b(DCGM_FI_\w+|seedance_\w+)", t["expr"]))
     assert used and used <= known, used - known
     assert {"DCGM_FI_DEV_GPU_UTIL", "seedance_allocation_cost_usd_total", "seedance_gpu_used_share"} <= used

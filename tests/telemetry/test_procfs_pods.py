@@ -88,3 +88,18 @@ def test_time_sliced_replicas_and_bad_annotation() -> None:
     with pytest.raises(InputError, match="must be 1..1000") as e:
         gpu_claim(pod_doc("p", "u", [CID], annotations={"seedance.ai/gpu-milli": "1500"}))
     assert e.value.field == "metadata.annotations.seedance.ai/gpu-milli"
+
+
+def test_ebpf_is_optional_and_says_how_to_get_it() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, seedance.telemetry.collector, seedance.telemetry.sampler, seedance.telemetry.agent, "
+            "seedance.telemetry.exporter; print('bcc' in sys.modules, 'seedance.telemetry.ebpf' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False", "False"]  # the default path never imports eBPF or BCC
+    from seedance.telemetry.ebpf import EbpfProcessSampler
+    from seedance.telemetry.nvsmi import CollectorUnavailable
+
+    with pytest.raises(CollectorUnavailable, match="python3-bpfcc"):
+        EbpfProcessSampler(FakePsutil({}))

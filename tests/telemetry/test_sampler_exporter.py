@@ -26,7 +26,7 @@ PIDS = {21180: "mig", 21181: "mig", 21198: "mig", 30001: "a", 30002: "b", 40000:
 
 def node(nv: FakeNvml | None = None, table: dict[int, tuple[float, float, int]] | None = None,
          dcgm: str | None = None) -> tuple[NodeSampler, dict[int, tuple[float, float, int]]]:
-    table = table if table is not None else {pid: (10.0, 100.0, 1 << 30) for pid in PIDS}
+    table = table if table is not None else dict.fromkeys(PIDS, (10.0, 100.0, 1 << 30))
 
     def read(pid: int) -> str:
         who = PIDS.get(pid)
@@ -127,8 +127,8 @@ def test_kepler_worked_example() -> None:
 def test_process_container_pod_sums_agree(procs: list[tuple[int, int, float, float]]) -> None:
     """Random processes of random containers on one shared GPU: Σ process = container, Σ container = pod,
     Σ everything + device idle = device energy."""
-    uid = ["aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaa%d" % i for i in range(3)]
-    cid = {i: ("%x" % (i + 10)) * 64 for i in range(6)}
+    uid = [f"aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaa{i}" for i in range(3)]
+    cid = {i: f"{i + 10:x}" * 64 for i in range(6)}
     pod_of = {i: i % 3 for i in range(6)}
     docs = []
     for p in range(3):

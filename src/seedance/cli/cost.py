@@ -229,10 +229,11 @@ def register(app: typer.Typer) -> None:
         """Who spent what, OpenCost-style: max(request, usage) × price, idle and shared costs included."""
         from seedance.finops.service import FinopsService, split_csv
 
-        params = dict(window=window or ("all" if replay else "7d"), aggregate=split_csv(aggregate), step=step,
-                      idle=idle, share_idle=share_idle, idle_by_node=idle_by_node,
-                      share_namespaces=split_csv(share_namespaces), share_split=share_split, cluster=cluster,
-                      source=source, fmt=fmt)
+        params: dict[str, Any] = {
+            "window": window or ("all" if replay else "7d"), "aggregate": split_csv(aggregate), "step": step,
+            "idle": idle, "share_idle": share_idle, "idle_by_node": idle_by_node,
+            "share_namespaces": split_csv(share_namespaces), "share_split": share_split, "cluster": cluster,
+            "source": source, "fmt": fmt}
         if replay:
             db, params["source"] = run_replay_ledger(
                 nodes=nodes, pods=pods, policy=policy, seed=seed, labels=labels, start=start,

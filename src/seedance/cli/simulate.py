@@ -369,7 +369,7 @@ def _run_inflation(
         for p in pod_paths:
             trace = load_pods(p)
             name = p.stem.removeprefix("openb_pod_list_")
-            rows = []
+            rows: list[dict[str, Any]] = []
             for seed in seeds:
                 t0 = time.perf_counter()
                 b = inflation_bound(spec, trace, seed, ratio=arrived_max / 100.0)

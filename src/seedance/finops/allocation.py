@@ -168,7 +168,7 @@ def _group_keys(frame: LedgerFrame, idx: np.ndarray, props: Sequence[tuple[str, 
 
 
 def _one_set(frame: LedgerFrame, q: AllocationQuery, cluster: str, start: float, end: float,
-             warnings: list[str]) -> dict[str, _Acc]:
+             warnings: list[str]) -> dict[tuple[str, ...], _Acc]:
     props = [_prop(a) for a in q.aggregate]
     kind = frame.text["kind"]
     ns = frame.text["namespace"]
@@ -184,7 +184,7 @@ def _one_set(frame: LedgerFrame, q: AllocationQuery, cluster: str, start: float,
         g = pos.get(k)
         if g is None:
             g = pos[k] = len(pos)
-            groups[k] = _Acc(props={a: v for a, v in zip(q.aggregate, k, strict=True)})
+            groups[k] = _Acc(props=dict(zip(q.aggregate, k, strict=True)))
         gid[j] = g
     order = list(pos)
     n = len(order)

@@ -164,14 +164,14 @@ def _steps(w: tuple[dt.datetime, dt.datetime], step_s: float) -> int:
     return max(1, int(np.ceil((w[1].timestamp() - w[0].timestamp()) / step_s - 1e-9)))
 
 
-def _buckets(frame: LedgerFrame, w: tuple[dt.datetime, dt.datetime], step_s: float, n: int) -> np.ndarray:
+def _buckets(frame: LedgerFrame, w: tuple[dt.datetime, dt.datetime], step_s: float, n: int) -> Any:
     b = np.floor((frame.window_start - w[0].timestamp()) / step_s).astype(np.int64)
     return np.where((b >= 0) & (b < n), b, -1)
 
 
 def label_mask(frame: LedgerFrame, filters: Sequence[tuple[str, str]]) -> np.ndarray:
     """Allocation lines whose property or label ``k`` equals ``v`` for every ``(k, v)``."""
-    ok = frame.text["kind"] == ALLOC
+    ok: np.ndarray = np.asarray(frame.text["kind"] == ALLOC, dtype=bool)
     for k, v in filters:
         if k in frame.text:
             ok &= frame.text[k] == v

@@ -22,6 +22,7 @@ import datetime as dt
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -257,7 +258,8 @@ class LedgerIngestor:
         gpus_avg = {m: s / nw.node_s for m, s in nw.gpu_s.items()} if nw.node_s > 0 else {}
         rates = self.prices.node_rates(nw.node, nw.cpu_core_s / nw.node_s if nw.node_s else 0.0,
                                        nw.ram_byte_s / nw.node_s if nw.node_s else 0.0, gpus_avg)
-        base = dict(cluster=self.cluster, source=self.source, window_start=start, window_end=end, node=nw.node)
+        base: dict[str, Any] = {"cluster": self.cluster, "source": self.source, "window_start": start,
+                                "window_end": end, "node": nw.node}
         out: list[LedgerLine] = []
         billed_cpu = billed_ram = 0.0
         billed_gpu: dict[str, float] = {}

@@ -37,7 +37,7 @@ class LedgerStore:
             r["updated_at"] = now
             rows.append(r)
         conn = s.connection()  # Core executemany: the ORM's bulk path costs ~10x more per row
-        table = LedgerRow.__table__
+        table: Any = LedgerRow.__table__
         for i in range(0, len(rows), _BATCH):
             conn.execute(table.insert(), rows[i:i + _BATCH])
 

@@ -118,7 +118,7 @@ def _epoch(v: Any) -> float:
     if isinstance(v, dt.datetime):
         if v.tzinfo is None:
             v = v.replace(tzinfo=UTC)
-        return v.timestamp()
+        return float(v.timestamp())
     return float(v)
 
 

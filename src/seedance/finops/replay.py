@@ -185,8 +185,10 @@ def replay_ledger(
             used_c = alloc_cost.get(_wk(w, key), {})
             used_h = alloc_h.get(_wk(w, key), {})
             node_name = nodes[key].name if key >= 0 else ""
-            base = dict(cluster=cluster, source=source, window_start=ws, window_end=we, kind=IDLE, node=node_name,
-                        first_seen=max(t0, w * window_s), last_seen=min(t1, (w + 1) * window_s), run_s=o * 3600.0)
+            base: dict[str, Any] = {
+                "cluster": cluster, "source": source, "window_start": ws, "window_end": we, "kind": IDLE,
+                "node": node_name, "first_seen": max(t0, w * window_s), "last_seen": min(t1, (w + 1) * window_s),
+                "run_s": o * 3600.0}
             ch, rh = cap_h.get("cpu", 0.0) - used_h.get("cpu", 0.0), cap_h.get("ram", 0.0) - used_h.get("ram", 0.0)
             cc, rc = cap_c.get("cpu", 0.0) - used_c.get("cpu", 0.0), cap_c.get("ram", 0.0) - used_c.get("ram", 0.0)
             out.append(LedgerLine(**base, cpu_h=ch, ram_h=rh, cpu_rate=cc / ch if ch else 0.0,

@@ -68,7 +68,8 @@ class Exporter:
         tag_keys: Cost tags copied onto ``seedance_allocation_cost_usd_total``.
     """
 
-    def __init__(self, hostname: str, prices: PriceSheet | None = None, tag_keys: Sequence[str] = ("team", "env")) -> None:
+    def __init__(self, hostname: str, prices: PriceSheet | None = None,
+                 tag_keys: Sequence[str] = ("team", "env")) -> None:
         self.hostname = hostname
         self.prices = prices or PriceSheet()
         self.tag_keys = tuple(tag_keys)

@@ -22,6 +22,7 @@ in, so tests drive every path with a fake NVML object.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
 from types import ModuleType
@@ -84,10 +85,8 @@ class NvmlCollector:
 
     def close(self) -> None:
         """Shut NVML down."""
-        try:
+        with contextlib.suppress(self.nv.NVMLError):
             self.nv.nvmlShutdown()
-        except self.nv.NVMLError:
-            pass
 
     # ------------------------------------------------------------------------------------------
     def _call(self, issues: ParseIssues, what: str, fn: Any, *args: Any) -> Any:

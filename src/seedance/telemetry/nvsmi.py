@@ -129,10 +129,9 @@ def _value(tok: str, col: _Column) -> tuple[Any, str | None]:
         return None, f"{col.name}: not a mode {tok!r}"
     number, _, unit = tok.partition(" ")
     unit = unit.strip()
-    if unit:
-        if col.unit is None or unit != col.unit:
-            want = f"expected {col.unit}" if col.unit else "expected no unit"
-            return None, f"{col.name}: unknown unit {unit!r} in {tok!r} ({want})"
+    if unit and (col.unit is None or unit != col.unit):
+        want = f"expected {col.unit}" if col.unit else "expected no unit"
+        return None, f"{col.name}: unknown unit {unit!r} in {tok!r} ({want})"
     try:
         v = int(number) if col.kind == "index" else float(number)
     except ValueError:

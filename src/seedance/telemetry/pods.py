@@ -101,67 +101,6 @@ def gpu_claim(pod: Mapping[str, Any], *, time_slice_replicas: int = 1,
     mig: tuple[str, int, float] | None = None
     for c in spec.get("containers") or []:
         res = c.get("resources") or {}
-        # extended resources: limits, with requests equal to them when given (Kubernetes' rule)
-        amounts = {**(res.get("requests") or {}), **(res.get("limits") or {})}
-        for rname, val in amounts.items():
-            if rname == gpu_resource:
-                whole += _q(val, f"resources.{rname}")
-                continue
-            m = _MIG_RESOURCE.match(rname)
-            if m:
-                n = int(_q(val, f"resources.{rname}")) + (mig[1] if mig else 0)
-                mig = (m.group(1), n, int(m.group(2) or m.group(3)) / 7.0)
-    indices: tuple[int, ...] = ()
-    mig_profile: str | None = None
-
-    @property
-    def gpus(self) -> float:
-        """GPUs requested in total (``fraction × devices``)."""
-        return self.fraction * self.devices
-
-
-@dataclass(frozen=True, slots=True)
-class PodMeta:
-    """A pod on the node."""
-
-    uid: str
-    namespace: str
-    name: str
-    node: str = ""
-    labels: Mapping[str, str] = field(default_factory=dict)
-    namespace_labels: Mapping[str, str] = field(default_factory=dict)
-    containers: tuple[ContainerMeta, ...] = ()
-    gpu: GpuClaim | None = None
-    controller: str = ""
-    controller_kind: str = ""
-
-    def tags(self, tag_keys: Sequence[str] = keys.COST_TAG_KEYS) -> dict[str, str]:
-        """Cost tags: operator label, else pod label, else namespace label (missing ones absent)."""
-        from seedance.k8s.costtags import tag_value
-
-        out: dict[str, str] = {}
-        for k in tag_keys:
-            v = self.labels.get(keys.COST_TAG_PREFIX + k) or tag_value(k, self.labels, self.namespace_labels)
-            if v and v != keys.UNASSIGNED:
-                out[k] = v
-        return out
-
-
-def _q(value: Any, field_name: str) -> float:
-    return float(parse_quantity(value, field=field_name))
-
-
-def gpu_claim(pod: Mapping[str, Any], *, time_slice_replicas: int = 1,
-              gpu_resource: str = keys.GPU_RESOURCE) -> GpuClaim | None:
-    """The GPU claim of a Pod document (``None``: no GPU)."""
-    meta = pod.get("metadata") or {}
-    ann = meta.get("annotations") or {}
-    spec = pod.get("spec") or {}
-    src = f"pod {meta.get('namespace', 'default')}/{meta.get('name', '?')}"
-    whole = 0.0
-    mig: tuple[str, int, float] | None = None
-    for c in spec.get("containers") or []:
-        res = c.get("resources") or {}
         for kind in ("limits", "requests"):
             for rname, val in (res.get(kind) or {}).items():
                 if rname == gpu_resource:

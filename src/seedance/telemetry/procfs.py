@@ -64,8 +64,7 @@ def parse_cgroup(text: str) -> CgroupIdentity:
     container = m.group(2) if m and (kube or "docker" in best) else None
     runtime = None
     if m and container:
-        runtime = {"cri-containerd": "containerd", "crio": "cri-o", "docker": "docker"}.get(m.group(1) or "",
-                                                                                       None)
+        runtime = {"cri-containerd": "containerd", "crio": "cri-o", "docker": "docker"}.get(m.group(1) or "")
         if runtime is None and "/docker/" in best:
             runtime = "docker"
     qos_m = _QOS.search(best)
@@ -97,8 +96,10 @@ class ProcessSampler:
 
     def __init__(self, psutil_module: Any | None = None, read_cgroup: Any | None = None) -> None:
         if psutil_module is None:
-            import psutil as psutil_module
-        self.ps = psutil_module
+            import psutil
+
+            psutil_module = psutil
+        self.ps: Any = psutil_module
         self.read_cgroup = read_cgroup or _read_cgroup
         self._ids: dict[tuple[int, float], CgroupIdentity] = {}
 
