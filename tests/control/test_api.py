@@ -33,7 +33,7 @@ def make_tenant_token(c: httpx.Client, tenant: str, role: str) -> tuple[int, str
 
 def test_health_openapi_and_dashboard_are_served(live_server: LiveServer) -> None:
     c = live_server.client(None)
-    assert c.get("/healthz").json() == {"status": "ok", "database": "sqlite", "revision": "0002"}
+    assert c.get("/healthz").json() == {"status": "ok", "database": "sqlite", "revision": "0003_i13"}
     spec = c.get("/openapi.json").json()
     assert spec["info"]["title"] == "Seedance control plane"
     assert "/api/v1/jobs" in spec["paths"] and "/api/v1/jobs/{job_id}/explain" in spec["paths"]

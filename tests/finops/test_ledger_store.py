@@ -79,3 +79,36 @@ def test_gpu_state_is_replaced_per_node(db_url: str) -> None:
     assert [(r["node"], r["gpu"], r["util_pct"]) for r in got] == [("n1", 0, 75.0), ("n2", 0, 50.0)]
     assert got[0]["holders"][0]["pod"] == "b"
     db.dispose()
+
+
+def test_a_window_posted_in_parts_equals_one_post_and_parts_can_be_resent(db_url: str) -> None:
+    from seedance.finops.service import FinopsService
+    from seedance.finops.wire import TelemetryPost
+
+    e0 = T0.timestamp()
+    keys = [ContainerKey("ns", f"p{i}", "main", labels=(("team", f"t{i % 3}"),)) for i in range(120)]
+    rows = [(e0 + 300.0, 300.0, 0, k, 1, 1.0, 0.5, GIB, GIB, 0.125, 0.1) for k in range(120)]
+    ing = LedgerIngestor("c", PriceSheet())
+    ing.add(usage(rows, nodes=["n1"], keys=keys, models=["", "H100-80GB"]),
+            assets([(e0 + 300.0, 300.0, 0, 192.0, 2048 * GIB, 0, 16.0, 1)], nodes=["n1"], models=["H100-80GB"]))
+    from seedance.finops.wire import from_node_window
+
+    (nw,) = ing.node_windows()
+    w = from_node_window(nw, 3600.0)
+    parts = [{**w, "containers": w["containers"][i:i + 50]} for i in range(0, 120, 50)]
+    totals = []
+    for bodies in ([w] * 0 + parts, parts + [parts[1]], [{**w, "containers": w["containers"][:100]},
+                                                          {**w, "containers": w["containers"][100:]}]):
+        db = Database(db_url)
+        migrate.upgrade(db)
+        svc = FinopsService(db, PriceSheet())
+        for b in bodies:
+            svc.ingest(TelemetryPost.model_validate({"cluster": "c", "node": "n1", "windows": [b]}))
+        frame = svc.store.read(cluster="c", source="live", start=T0, end=T0 + dt.timedelta(hours=1))
+        totals.append((len(frame), round(frame.total(), 9), round(float(frame.num["gpu_cost"].sum()), 9)))
+        with db.write() as s:
+            s.execute(LedgerRow.__table__.delete())
+        db.dispose()
+    want = sum(ln.total_cost for ln in ing.lines(nw))
+    assert totals[0] == totals[1] == totals[2]
+    assert totals[0][0] == 120 + 2 and math.isclose(totals[0][1], want)  # 120 allocations, CPU/RAM and GPU idle

@@ -29,7 +29,7 @@ from numpy.typing import NDArray
 
 from seedance.core.errors import InputError
 from seedance.finops.lines import ALLOC, IDLE, LedgerLine, at
-from seedance.finops.prices import GIB, PriceSheet
+from seedance.finops.prices import GIB, NodeRates, PriceSheet
 
 F64 = NDArray[np.float64]
 I64 = NDArray[np.int64]
@@ -252,17 +252,22 @@ class LedgerIngestor:
         """Start and end of window ``w``."""
         return at(w * self.window_s), at((w + 1) * self.window_s)
 
-    def lines(self, nw: NodeWindow) -> list[LedgerLine]:
-        """Priced lines of one node-window: its containers' allocations and the node's idle lines."""
-        start, end = self.window_bounds(nw.window)
+    def rates(self, nw: NodeWindow) -> NodeRates:
+        """The node's rates over the window (its average capacity; a contract price normalises them)."""
         gpus_avg = {m: s / nw.node_s for m, s in nw.gpu_s.items()} if nw.node_s > 0 else {}
-        rates = self.prices.node_rates(nw.node, nw.cpu_core_s / nw.node_s if nw.node_s else 0.0,
-                                       nw.ram_byte_s / nw.node_s if nw.node_s else 0.0, gpus_avg)
-        base: dict[str, Any] = {"cluster": self.cluster, "source": self.source, "window_start": start,
-                                "window_end": end, "node": nw.node}
+        return self.prices.node_rates(nw.node, nw.cpu_core_s / nw.node_s if nw.node_s else 0.0,
+                                      nw.ram_byte_s / nw.node_s if nw.node_s else 0.0, gpus_avg)
+
+    def _base(self, nw: NodeWindow) -> dict[str, Any]:
+        start, end = self.window_bounds(nw.window)
+        return {"cluster": self.cluster, "source": self.source, "window_start": start, "window_end": end,
+                "node": nw.node}
+
+    def alloc_lines(self, nw: NodeWindow) -> list[LedgerLine]:
+        """The allocation lines of a node-window's containers."""
+        rates = self.rates(nw)
+        base = self._base(nw)
         out: list[LedgerLine] = []
-        billed_cpu = billed_ram = 0.0
-        billed_gpu: dict[str, float] = {}
         for (key, model), s in nw.containers.items():
             cpu_h, ram_h, gpu_h = s[3] / 3600.0, s[6] / 3600.0, s[9] / 3600.0
             g_rate = rates.gpu_rate(model) if gpu_h > 0 else 0.0
@@ -278,27 +283,34 @@ class LedgerIngestor:
             )
             ln.total_cost = ln.cpu_cost + ln.ram_cost + ln.gpu_cost
             out.append(ln)
-            billed_cpu += cpu_h
-            billed_ram += ram_h
-            if gpu_h:
-                billed_gpu[model] = billed_gpu.get(model, 0.0) + gpu_h
-        if nw.node_s > 0:
-            cpu_idle = nw.cpu_core_s / 3600.0 - billed_cpu
-            ram_idle = nw.ram_byte_s / 3600.0 - billed_ram
-            ln = LedgerLine(**base, kind=IDLE, first_seen=start.timestamp(), last_seen=start.timestamp() + nw.node_s,
-                            run_s=nw.node_s, cpu_h=cpu_idle, ram_h=ram_idle, cpu_rate=rates.cpu,
-                            ram_rate=rates.ram_gib, cpu_cost=cpu_idle * rates.cpu,
-                            ram_cost=ram_idle / GIB * rates.ram_gib)
-            ln.total_cost = ln.cpu_cost + ln.ram_cost
-            out.append(ln)
-            for m in sorted(set(nw.gpu_s) | set(billed_gpu)):
-                idle_h = nw.gpu_s.get(m, 0.0) / 3600.0 - billed_gpu.get(m, 0.0)
-                r = rates.gpu_rate(m)
-                g = LedgerLine(**base, kind=IDLE, gpu_model=m, first_seen=start.timestamp(),
-                               last_seen=start.timestamp() + nw.node_s, run_s=nw.node_s, gpu_h=idle_h, gpu_rate=r,
-                               gpu_cost=idle_h * r, total_cost=idle_h * r)
-                out.append(g)
         return out
+
+    def idle_lines(self, nw: NodeWindow, billed: Mapping[str, float]) -> list[LedgerLine]:
+        """The node's idle lines given what its allocations were billed: ``{"cpu": core-h, "ram": byte-h,
+        "gpu:<model>": GPU-h}``."""
+        if nw.node_s <= 0:
+            return []
+        rates = self.rates(nw)
+        base = self._base(nw)
+        t0 = base["window_start"].timestamp()
+        cpu_idle = nw.cpu_core_s / 3600.0 - billed.get("cpu", 0.0)
+        ram_idle = nw.ram_byte_s / 3600.0 - billed.get("ram", 0.0)
+        out = [LedgerLine(**base, kind=IDLE, first_seen=t0, last_seen=t0 + nw.node_s, run_s=nw.node_s, cpu_h=cpu_idle,
+                          ram_h=ram_idle, cpu_rate=rates.cpu, ram_rate=rates.ram_gib, cpu_cost=cpu_idle * rates.cpu,
+                          ram_cost=ram_idle / GIB * rates.ram_gib,
+                          total_cost=cpu_idle * rates.cpu + ram_idle / GIB * rates.ram_gib)]
+        models = set(nw.gpu_s) | {k[4:] for k, v in billed.items() if k.startswith("gpu:") and v}
+        for m in sorted(models):
+            idle_h = nw.gpu_s.get(m, 0.0) / 3600.0 - billed.get(f"gpu:{m}", 0.0)
+            r = rates.gpu_rate(m)
+            out.append(LedgerLine(**base, kind=IDLE, gpu_model=m, first_seen=t0, last_seen=t0 + nw.node_s,
+                                  run_s=nw.node_s, gpu_h=idle_h, gpu_rate=r, gpu_cost=idle_h * r, total_cost=idle_h * r))
+        return out
+
+    def lines(self, nw: NodeWindow) -> list[LedgerLine]:
+        """Priced lines of one node-window: its containers' allocations and the node's idle lines."""
+        alloc = self.alloc_lines(nw)
+        return [*alloc, *self.idle_lines(nw, billed_hours(alloc))]
 
     def node_windows(self, keys: Sequence[tuple[int, str]] | None = None) -> list[NodeWindow]:
         """The accumulated node-windows (all, or those of ``keys``), in window order."""
@@ -309,6 +321,17 @@ class LedgerIngestor:
         """Forget node-windows older than ``window`` (after they were written)."""
         for k in [k for k in self.state if k[0] < window]:
             del self.state[k]
+
+
+def billed_hours(lines: Sequence[LedgerLine]) -> dict[str, float]:
+    """What allocation lines were billed: ``{"cpu": core-h, "ram": byte-h, "gpu:<model>": GPU-h}``."""
+    out = {"cpu": 0.0, "ram": 0.0}
+    for ln in lines:
+        out["cpu"] += ln.cpu_h
+        out["ram"] += ln.ram_h
+        if ln.gpu_h:
+            out[f"gpu:{ln.gpu_model}"] = out.get(f"gpu:{ln.gpu_model}", 0.0) + ln.gpu_h
+    return out
 
 
 def usage_from_rows(rows: Sequence[Mapping[str, object]], *, source: str = "usage samples") -> UsageBatch:

@@ -9,10 +9,10 @@ windows with :meth:`replace_windows`. A failing write rolls back: what was store
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import and_, delete, func, insert, select
+from sqlalchemy import and_, delete, func, insert, select, tuple_
 
 from seedance.control.db.finops import GpuStateRow, LedgerRow
 from seedance.control.db.models import utcnow
@@ -53,6 +53,41 @@ class LedgerStore:
                     LedgerRow.cluster == cluster, LedgerRow.source == source,
                     LedgerRow.window_start == window_start, LedgerRow.kind == SHARED)))
             self._insert(s, [*lines, *([shared] if shared is not None else [])])
+        return len(lines)
+
+    def upsert_containers(self, lines: Sequence[LedgerLine], *, cluster: str, source: str,
+                          window_start: dt.datetime, node: str,
+                          idle: Callable[[dict[str, float]], Sequence[LedgerLine]],
+                          shared: LedgerLine | None = None) -> int:
+        """Replace the lines of these containers in a node-window, then recompute the node's idle lines
+        from *all* its stored allocations (``idle(billed hours) -> lines``), in one transaction.
+
+        An agent may send a node-window's containers in several parts: each part replaces its own
+        containers' running sums, so any part can be re-sent and the result is the same."""
+        where = and_(LedgerRow.cluster == cluster, LedgerRow.source == source, LedgerRow.window_start == window_start,
+                     LedgerRow.node == node)
+        with self.db.write() as s:
+            keys = {(ln.namespace, ln.pod, ln.container, ln.gpu_model) for ln in lines}
+            for chunk in _chunks(sorted(keys), 200):
+                s.execute(delete(LedgerRow).where(where, LedgerRow.kind == ALLOC, tuple_(
+                    LedgerRow.namespace, LedgerRow.pod, LedgerRow.container, LedgerRow.gpu_model).in_(chunk)))
+            self._insert(s, lines)
+            billed: dict[str, float] = {"cpu": 0.0, "ram": 0.0}
+            for cpu_h, ram_h, gpu_h, model in s.execute(select(
+                    func.sum(LedgerRow.cpu_h), func.sum(LedgerRow.ram_h), func.sum(LedgerRow.gpu_h),
+                    LedgerRow.gpu_model).where(where, LedgerRow.kind == ALLOC).group_by(LedgerRow.gpu_model)):
+                billed["cpu"] += float(cpu_h or 0.0)
+                billed["ram"] += float(ram_h or 0.0)
+                if gpu_h:
+                    billed[f"gpu:{model}"] = billed.get(f"gpu:{model}", 0.0) + float(gpu_h)
+            s.execute(delete(LedgerRow).where(where, LedgerRow.kind == IDLE))
+            extra = list(idle(billed))
+            if shared is not None:
+                s.execute(delete(LedgerRow).where(
+                    LedgerRow.cluster == cluster, LedgerRow.source == source,
+                    LedgerRow.window_start == window_start, LedgerRow.kind == SHARED))
+                extra.append(shared)
+            self._insert(s, extra)
         return len(lines)
 
     def replace_windows(self, lines: Sequence[LedgerLine], *, cluster: str, source: str,
@@ -108,6 +143,11 @@ class LedgerStore:
             res = s.execute(select(*[getattr(GpuStateRow, n) for n in names]).where(
                 GpuStateRow.cluster == cluster).order_by(GpuStateRow.node, GpuStateRow.gpu, GpuStateRow.slice))
             return [dict(zip(names, r, strict=True)) for r in res]
+
+
+def _chunks(items: list[Any], n: int) -> Iterable[list[Any]]:
+    for i in range(0, len(items), n):
+        yield items[i:i + n]
 
 
 def _utc(v: dt.datetime) -> dt.datetime:

@@ -88,12 +88,13 @@ class FinopsService:
 
     # ---------------------------------------------------------------------------------- ingestion
     def ingest(self, post: TelemetryPost) -> dict[str, Any]:
-        """Price and store a telemetry post (idempotent per node-window)."""
+        """Price and store a telemetry post: its containers' lines replace theirs, the node's idle is
+        recomputed (idempotent per node-window and per part)."""
         ing = LedgerIngestor(post.cluster, self.prices, window_s=post.window_s, source=post.source)
         written = 0
         for w in post.windows:
             nw = to_node_window(post.node, w, post.window_s)
-            lines = ing.lines(nw)
+            lines = ing.alloc_lines(nw)
             start, end = ing.window_bounds(nw.window)
             shared = None
             if self.prices.shared_overhead_per_hour:
@@ -101,8 +102,9 @@ class FinopsService:
                 shared = LedgerLine(cluster=post.cluster, source=post.source, window_start=start, window_end=end,
                                     kind=SHARED, first_seen=start.timestamp(), last_seen=end.timestamp(),
                                     run_s=post.window_s, other_cost=oc, total_cost=oc)
-            written += self.store.replace_node_window(lines, cluster=post.cluster, source=post.source,
-                                                      window_start=start, node=post.node, shared=shared)
+            written += self.store.upsert_containers(
+                lines, cluster=post.cluster, source=post.source, window_start=start, node=post.node,
+                idle=lambda billed, nw=nw: ing.idle_lines(nw, billed), shared=shared)
         gpus = 0
         if post.gpus is not None:
             gpus = self.store.replace_gpu_state(post.cluster, post.node, [

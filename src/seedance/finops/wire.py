@@ -1,34 +1,45 @@
 """The telemetry post (agent → control plane) as pydantic models, and its conversion to node-windows.
 
 An agent posts, every tick, the running accumulation of its node's current ledger window (and any
-window that just closed) plus the newest state of its GPUs. The server prices each node-window with
-its own price sheet and replaces it in the ledger, so a repeated or re-sent post changes nothing.
+window that just closed) plus the newest state of its GPUs, in parts of at most
+:data:`MAX_CONTAINERS` containers. The server prices each part with its own price sheet, replaces those
+containers' lines and recomputes the node's idle from everything stored for the window, so a repeated
+or re-sent part changes nothing.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from seedance.finops.ingest import ContainerKey, NodeWindow
 
 NAME = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
+MAX_CONTAINERS = 64
+"""Containers per posted window: an agent splits a node-window into parts (each replaces its own
+containers' lines), so every post stays well inside the server's body limit."""
 _S = Field(ge=0, allow_inf_nan=False)
+
+
+def _rfc3339(v: object) -> object:
+    if not isinstance(v, str | dt.datetime):
+        raise ValueError("must be an RFC 3339 date-time string")
+    return v
 
 
 class ContainerWindow(BaseModel):
     """One container's sums over a node-window (seconds × cores / bytes / GPUs)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
     namespace: str = Field(min_length=1, max_length=253)
     pod: str = Field(min_length=1, max_length=253)
     container: str = Field(default="", max_length=253)
     controller: str = Field(default="", max_length=253)
     controller_kind: str = Field(default="", max_length=63)
-    labels: dict[str, str] = Field(default_factory=dict, max_length=64)
+    labels: dict[str, str] = Field(default_factory=dict, max_length=32)
     gpu_model: str = Field(default="", max_length=64)
     first_seen: float = Field(allow_inf_nan=False)
     last_seen: float = Field(allow_inf_nan=False)
@@ -47,19 +58,19 @@ class ContainerWindow(BaseModel):
 class NodeWindowIn(BaseModel):
     """A node's accumulation for one ledger window."""
 
-    model_config = ConfigDict(extra="forbid")
-    window_start: dt.datetime
+    model_config = ConfigDict(extra="forbid", strict=True)
+    window_start: Annotated[dt.datetime, BeforeValidator(_rfc3339)] = Field(strict=False)
     node_s: float = _S
     cpu_core_s: float = _S
     ram_byte_s: float = _S
     gpu_s: dict[str, float] = Field(default_factory=dict)
-    containers: list[ContainerWindow] = Field(default_factory=list, max_length=20000)
+    containers: list[ContainerWindow] = Field(default_factory=list, max_length=MAX_CONTAINERS)
 
 
 class HolderIn(BaseModel):
     """A container's share of a device."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
     namespace: str = Field(max_length=253)
     pod: str = Field(max_length=253)
     container: str = Field(default="", max_length=253)
@@ -70,7 +81,7 @@ class HolderIn(BaseModel):
 class DeviceIn(BaseModel):
     """The newest state of one GPU or MIG instance."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
     gpu: int = Field(ge=-1, le=1024)
     slice: str = Field(default="", max_length=16)
     uuid: str = Field(max_length=253)
@@ -84,20 +95,20 @@ class DeviceIn(BaseModel):
     temp_c: float | None = Field(default=None, ge=-50, le=200)
     sm_clock_mhz: float | None = Field(default=None, ge=0)
     lost: bool = False
-    holders: list[HolderIn] = Field(default_factory=list, max_length=64)
+    holders: list[HolderIn] = Field(default_factory=list, max_length=16)
     cost_usd_h: float = Field(default=0.0, ge=0)
 
 
 class TelemetryPost(BaseModel):
     """``POST /api/v1/telemetry``."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
     cluster: str = Field(default="default", pattern=NAME)
     node: str = Field(min_length=1, max_length=253)
     source: str = Field(default="live", max_length=63)
     window_s: float = Field(default=3600.0, ge=60, le=86400)
-    windows: list[NodeWindowIn] = Field(default_factory=list, max_length=48)
-    gpus: list[DeviceIn] | None = Field(default=None, max_length=4096)
+    windows: list[NodeWindowIn] = Field(default_factory=list, max_length=4)
+    gpus: list[DeviceIn] | None = Field(default=None, max_length=128)
 
 
 def window_index(start: dt.datetime, window_s: float) -> int:

@@ -19,7 +19,7 @@ import numpy as np
 
 from seedance.finops.ingest import AssetBatch, ContainerKey, LedgerIngestor, UsageBatch
 from seedance.finops.prices import PriceSheet
-from seedance.finops.wire import from_node_window
+from seedance.finops.wire import MAX_CONTAINERS, from_node_window
 from seedance.telemetry.sampler import NodeSampler, Tick
 
 log = logging.getLogger(__name__)
@@ -93,29 +93,40 @@ class Agent:
         send: Called with each post body (e.g. an HTTP POST); a failure is logged and retried next tick.
         window_s: Ledger window.
         prices: Used only for the local copy (the server prices what it receives).
+        part: Containers per post (a node-window with more is sent in parts).
     """
 
     def __init__(self, sampler: NodeSampler, *, cluster: str, send: Callable[[dict[str, Any]], None],
-                 window_s: float = 3600.0, prices: PriceSheet | None = None) -> None:
+                 window_s: float = 3600.0, prices: PriceSheet | None = None, part: int = 50) -> None:
         self.sampler = sampler
         self.cluster = cluster
         self.send = send
         self.window_s = window_s
+        self.part = max(1, min(part, MAX_CONTAINERS))
         self.ingestor = LedgerIngestor(cluster, prices or PriceSheet(), window_s=window_s)
         self.pending: set[tuple[int, str]] = set()
         self.sent = 0
         self.failed = 0
 
+    def bodies(self, tick: Tick) -> list[dict[str, Any]]:
+        """The posts of one tick: the GPU state, then each pending window in parts of ≤ ``part`` containers."""
+        head = {"cluster": self.cluster, "node": self.sampler.node, "window_s": self.window_s}
+        out: list[dict[str, Any]] = [{**head, "windows": [], "gpus": device_json(tick)}]
+        for nw in self.ingestor.node_windows(sorted(self.pending)):
+            w = from_node_window(nw, self.window_s)
+            cs = w["containers"]
+            for i in range(0, max(1, len(cs)), self.part):
+                out.append({**head, "windows": [{**w, "containers": cs[i:i + self.part]}]})
+        return out
+
     def step(self, t: float | None = None) -> Tick:
-        """One tick: sample, accumulate, post the touched windows."""
+        """One tick: sample, accumulate, post the GPU state and the touched windows."""
         tick = self.sampler.tick(t)
         usage, assets = batches([tick])
         self.pending |= self.ingestor.add(usage, assets)
-        body = {"cluster": self.cluster, "node": self.sampler.node, "window_s": self.window_s,
-                "windows": [from_node_window(nw, self.window_s) for nw in self.ingestor.node_windows(
-                    sorted(self.pending))], "gpus": device_json(tick)}
         try:
-            self.send(body)
+            for body in self.bodies(tick):
+                self.send(body)
         except Exception as exc:  # keep sampling; the windows are re-sent next tick
             self.failed += 1
             log.warning("telemetry post failed (%s); will retry", exc)

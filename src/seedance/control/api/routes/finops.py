@@ -17,6 +17,10 @@ router = APIRouter(prefix="/api/v1", responses=ERROR_RESPONSES, tags=["finops"])
 Cluster = Annotated[str, Query(pattern=NAME_PATTERN, max_length=63)]
 Source = Annotated[str, Query(max_length=63, pattern=r"^[A-Za-z0-9:._-]+$",
                               description="live, or replay:<policy> for a replayed trace.")]
+WINDOW = (r"^(today|yesterday|week|lastweek|month|lastmonth|all|[0-9]{1,5}[mhdw]"
+          r"|[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}Z,[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}Z|[0-9]{1,10},[0-9]{1,10})$")
+Window = Annotated[str, Query(max_length=100, pattern=WINDOW,
+                              description="today, 7d, lastweek, an RFC3339 or Unix pair, or all.")]
 
 
 def finops(request: Request) -> FinopsService:
@@ -30,7 +34,7 @@ def finops(request: Request) -> FinopsService:
 @router.get("/allocation")
 def allocation(
     request: Request, me: PrincipalDep,
-    window: Annotated[str, Query(max_length=100, description="today, 7d, lastweek, RFC3339 pair, ... or all.")],
+    window: Window,
     aggregate: Annotated[str, Query(max_length=300)] = "namespace",
     step: Annotated[str | None, Query(max_length=20)] = None,
     idle: bool = True,
@@ -52,8 +56,8 @@ def allocation(
 @router.get("/allocation/explain")
 def allocation_explain(
     request: Request, me: PrincipalDep,
-    window_from: Annotated[str, Query(alias="from", max_length=100)],
-    window_to: Annotated[str, Query(alias="to", max_length=100)],
+    window_from: Annotated[str, Query(alias="from", max_length=100, pattern=WINDOW)],
+    window_to: Annotated[str, Query(alias="to", max_length=100, pattern=WINDOW)],
     step: Annotated[str, Query(max_length=20)] = "1h",
     filter_: Annotated[str, Query(alias="filter", max_length=300, description="k=v,k2=v2 (labels or properties)")]
     = "",
