@@ -304,7 +304,8 @@ class LedgerIngestor:
             idle_h = nw.gpu_s.get(m, 0.0) / 3600.0 - billed.get(f"gpu:{m}", 0.0)
             r = rates.gpu_rate(m)
             out.append(LedgerLine(**base, kind=IDLE, gpu_model=m, first_seen=t0, last_seen=t0 + nw.node_s,
-                                  run_s=nw.node_s, gpu_h=idle_h, gpu_rate=r, gpu_cost=idle_h * r, total_cost=idle_h * r))
+                                  run_s=nw.node_s, gpu_h=idle_h, gpu_rate=r, gpu_cost=idle_h * r,
+                                  total_cost=idle_h * r))
         return out
 
     def lines(self, nw: NodeWindow) -> list[LedgerLine]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -104,7 +105,7 @@ class FinopsService:
                                     run_s=post.window_s, other_cost=oc, total_cost=oc)
             written += self.store.upsert_containers(
                 lines, cluster=post.cluster, source=post.source, window_start=start, node=post.node,
-                idle=lambda billed, nw=nw: ing.idle_lines(nw, billed), shared=shared)
+                idle=functools.partial(ing.idle_lines, nw), shared=shared)
         gpus = 0
         if post.gpus is not None:
             gpus = self.store.replace_gpu_state(post.cluster, post.node, [
