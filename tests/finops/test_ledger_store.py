@@ -97,8 +97,8 @@ def test_a_window_posted_in_parts_equals_one_post_and_parts_can_be_resent(db_url
     w = from_node_window(nw, 3600.0)
     parts = [{**w, "containers": w["containers"][i:i + 50]} for i in range(0, 120, 50)]
     totals = []
-    for bodies in ([w] * 0 + parts, parts + [parts[1]], [{**w, "containers": w["containers"][:100]},
-                                                          {**w, "containers": w["containers"][100:]}]):
+    other = [{**w, "containers": w["containers"][i:i + 64]} for i in range(0, 120, 64)]
+    for bodies in (parts, parts + [parts[1]], other[::-1]):  # 50/50/20, a part re-sent, 64/56 in reverse
         db = Database(db_url)
         migrate.upgrade(db)
         svc = FinopsService(db, PriceSheet())
