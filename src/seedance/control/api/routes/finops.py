@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Depends, Query, Request
 
 from seedance.control.api.deps import PrincipalDep
 from seedance.control.api.errors import ERROR_RESPONSES
 from seedance.control.schemas import NAME_PATTERN, Role
+from seedance.control.security import Principal
 from seedance.finops.service import FinopsService, split_csv
 from seedance.finops.wire import TelemetryPost
 
@@ -23,6 +24,15 @@ Window = Annotated[str, Query(max_length=100, pattern=WINDOW,
                               description="today, 7d, lastweek, an RFC3339 or Unix pair, or all.")]
 
 
+def operator(me: PrincipalDep) -> Principal:
+    """The caller, who must be an operator (checked before the body is read: 403, not 422)."""
+    me.require(Role.OPERATOR, "posting telemetry")
+    return me
+
+
+OperatorDep = Annotated[Principal, Depends(operator)]
+
+
 def finops(request: Request) -> FinopsService:
     """The app's FinOps service (made on first use from the app's store)."""
     svc = getattr(request.app.state, "finops", None)
@@ -34,7 +44,7 @@ def finops(request: Request) -> FinopsService:
 @router.get("/allocation")
 def allocation(
     request: Request, me: PrincipalDep,
-    window: Window,
+    window: Window = "7d",
     aggregate: Annotated[str, Query(max_length=300)] = "namespace",
     step: Annotated[str | None, Query(max_length=20)] = None,
     idle: bool = True,
@@ -45,8 +55,9 @@ def allocation(
     cluster: Cluster = "default", source: Source = "live",
     fmt: Annotated[str, Query(alias="format", max_length=10)] = "seedance",
 ) -> dict[str, Any]:
-    """Costs by any aggregation, idle as ``__idle__`` or shared, shared namespaces distributed (operator)."""
-    me.require(Role.OPERATOR, "reading the cost allocation")
+    """Costs by any aggregation, idle as ``__idle__`` or shared, shared namespaces distributed.
+
+    Cost data is shared infrastructure, like clusters and nodes: every token may read it (showback)."""
     return finops(request).allocation(
         window=window, aggregate=split_csv(aggregate), step=step, idle=idle, share_idle=share_idle,
         idle_by_node=idle_by_node, share_namespaces=split_csv(share_namespaces), share_split=share_split,
@@ -56,24 +67,22 @@ def allocation(
 @router.get("/allocation/explain")
 def allocation_explain(
     request: Request, me: PrincipalDep,
-    window_from: Annotated[str, Query(alias="from", max_length=100, pattern=WINDOW)],
-    window_to: Annotated[str, Query(alias="to", max_length=100, pattern=WINDOW)],
+    window_from: Annotated[str, Query(alias="from", max_length=100, pattern=WINDOW)] = "lastweek",
+    window_to: Annotated[str, Query(alias="to", max_length=100, pattern=WINDOW)] = "week",
     step: Annotated[str, Query(max_length=20)] = "1h",
     filter_: Annotated[str, Query(alias="filter", max_length=300, description="k=v,k2=v2 (labels or properties)")]
     = "",
     cluster: Cluster = "default", source: Source = "live",
 ) -> dict[str, Any]:
-    """Why the cost changed: volume, price, mix, idle, efficiency and shared effects, hour by hour (operator)."""
-    me.require(Role.OPERATOR, "reading the cost allocation")
+    """Why the cost changed: volume, price, mix, idle, efficiency and shared effects, hour by hour."""
     filters = [tuple(x.split("=", 1)) for x in split_csv(filter_) if "=" in x]
     return finops(request).explain(window_from=window_from, window_to=window_to, step=step, cluster=cluster,
                                    source=source, filters=[(a, b) for a, b in filters])
 
 
 @router.post("/telemetry")
-def post_telemetry(request: Request, body: TelemetryPost, me: PrincipalDep) -> dict[str, Any]:
-    """A node agent's ledger windows and GPU state (operator); replaces that node's windows."""
-    me.require(Role.OPERATOR, "posting telemetry")
+def post_telemetry(request: Request, me: OperatorDep, body: TelemetryPost) -> dict[str, Any]:
+    """A node agent's ledger windows (or parts of them) and GPU state (operator); idempotent."""
     return finops(request).ingest(body)
 
 
