@@ -103,3 +103,40 @@ def test_ebpf_is_optional_and_says_how_to_get_it() -> None:
 
     with pytest.raises(CollectorUnavailable, match="python3-bpfcc"):
         EbpfProcessSampler(FakePsutil({}))
+
+
+def test_pods_from_the_api_server_and_agent_refresh() -> None:
+    from seedance.telemetry.agent import Agent
+    from seedance.telemetry.collector import FakeCollector
+    from seedance.telemetry.pods import from_kubernetes
+    from seedance.telemetry.sampler import NodeSampler
+
+    class Api:
+        def __init__(self) -> None:
+            self.pods = [pod_doc("a", "u1", [CID], namespace="ml", node="n1"),
+                         pod_doc("b", "u2", ["cd" * 32], namespace="ml", node="n2")]
+            self.ns_reads = 0
+            self.fail = False
+
+        def list_pods(self) -> tuple[list[dict], str]:
+            if self.fail:
+                raise ConnectionError("API server away")
+            return self.pods, "1"
+
+        def namespace_labels(self, ns: str) -> dict[str, str]:
+            self.ns_reads += 1
+            return {"env": "prod"}
+
+    api = Api()
+    d = from_kubernetes(api, "n1")
+    assert [p.name for p in d.pods()] == ["a"] and d.pods()[0].tags() == {"env": "prod"} and api.ns_reads == 1
+    s = NodeSampler("n1", gpus=FakeCollector(gpus=1), processes=None, pods=PodDirectory(), cpu_cores=1, ram_bytes=1)
+    agent = Agent(s, cluster="c", send=lambda b: None, refresh_pods=lambda: from_kubernetes(api, "n1"),
+                  refresh_every=2)
+    agent.step(0.0)
+    assert [p.name for p in s.pods.pods()] == ["a"]
+    api.pods.append(pod_doc("c", "u3", ["ef" * 32], namespace="ml", node="n1"))
+    api.fail = True
+    agent.step(5.0)
+    agent.step(10.0)  # refresh fails: the known pods stay
+    assert [p.name for p in s.pods.pods()] == ["a"]

@@ -125,6 +125,8 @@ def register(app: typer.Typer) -> None:
         cpu_cores: Annotated[float | None, typer.Option(help="Node cores (default: this machine's).")] = None,
         ram_gib: Annotated[float | None, typer.Option(help="Node memory GiB (default: this machine's).")] = None,
         processes: Annotated[bool, typer.Option("--processes/--no-processes", help="Sample /proc.")] = True,
+        kube: Annotated[bool, typer.Option("--kube", help="Read this node's pods from the API server.")] = False,
+        kubeconfig: Annotated[str | None, typer.Option(help="--kube: kubeconfig (default: in-cluster).")] = None,
         context: Annotated[str | None, typer.Option(help="Context (server) to post to.")] = None,
         database_url: Annotated[str | None, typer.Option(help="Write to this store instead of a server.")] = None,
     ) -> None:
@@ -136,7 +138,14 @@ def register(app: typer.Typer) -> None:
         col = _collector(collector, query_file=query_file, apps_file=apps_file, gpus=gpus, model=model, pmon=False)
         sampler = _sampler(node, col, _pods(pods, node), cpu_cores, ram_gib, processes)
         send = _sender(context, database_url)
-        Agent(sampler, cluster=cluster, send=send, window_s=window_s).run(interval, ticks=ticks)
+        refresh = None
+        if kube:
+            from seedance.k8s.kubeapi import KubernetesApi
+            from seedance.telemetry.pods import from_kubernetes
+
+            api = KubernetesApi.from_environment(kubeconfig)
+            refresh = lambda: from_kubernetes(api, node)  # noqa: E731
+        Agent(sampler, cluster=cluster, send=send, window_s=window_s, refresh_pods=refresh).run(interval, ticks=ticks)
 
     @tel.command("exporter")
     def exporter(

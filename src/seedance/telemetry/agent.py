@@ -20,6 +20,7 @@ import numpy as np
 from seedance.finops.ingest import AssetBatch, ContainerKey, LedgerIngestor, UsageBatch
 from seedance.finops.prices import PriceSheet
 from seedance.finops.wire import MAX_CONTAINERS, from_node_window
+from seedance.telemetry.pods import PodDirectory
 from seedance.telemetry.sampler import NodeSampler, Tick
 
 log = logging.getLogger(__name__)
@@ -94,15 +95,21 @@ class Agent:
         window_s: Ledger window.
         prices: Used only for the local copy (the server prices what it receives).
         part: Containers per post (a node-window with more is sent in parts).
+        refresh_pods: Returns the node's current pods (e.g. :func:`seedance.telemetry.pods.from_kubernetes`);
+            called every ``refresh_every`` ticks, a failure keeps the previous set.
     """
 
     def __init__(self, sampler: NodeSampler, *, cluster: str, send: Callable[[dict[str, Any]], None],
-                 window_s: float = 3600.0, prices: PriceSheet | None = None, part: int = 50) -> None:
+                 window_s: float = 3600.0, prices: PriceSheet | None = None, part: int = 50,
+                 refresh_pods: Callable[[], PodDirectory] | None = None, refresh_every: int = 6) -> None:
         self.sampler = sampler
         self.cluster = cluster
         self.send = send
         self.window_s = window_s
         self.part = max(1, min(part, MAX_CONTAINERS))
+        self.refresh_pods = refresh_pods
+        self.refresh_every = max(1, refresh_every)
+        self._ticks = 0
         self.ingestor = LedgerIngestor(cluster, prices or PriceSheet(), window_s=window_s)
         self.pending: set[tuple[int, str]] = set()
         self.sent = 0
@@ -121,6 +128,12 @@ class Agent:
 
     def step(self, t: float | None = None) -> Tick:
         """One tick: sample, accumulate, post the GPU state and the touched windows."""
+        if self.refresh_pods is not None and self._ticks % self.refresh_every == 0:
+            try:
+                self.sampler.pods.replace(self.refresh_pods().pods())
+            except Exception as exc:  # the API server may be away: keep the last known pods
+                log.warning("pod refresh failed (%s); keeping %d known pods", exc, len(self.sampler.pods.pods()))
+        self._ticks += 1
         tick = self.sampler.tick(t)
         usage, assets = batches([tick])
         self.pending |= self.ingestor.add(usage, assets)

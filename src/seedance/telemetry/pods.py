@@ -213,3 +213,17 @@ class PodDirectory:
             ns = str((p.get("metadata") or {}).get("namespace") or "default")
             metas.append(pod_meta(p, lookup(ns), time_slice_replicas=time_slice_replicas))
         return cls(metas)
+
+
+def from_kubernetes(api: Any, node: str) -> PodDirectory:
+    """This node's pods from the API server (``api``: :class:`seedance.k8s.kubeapi.KubernetesApi` or a fake
+    with ``list_pods()`` and ``namespace_labels(ns)``); namespace labels are read once per namespace."""
+    items, _ = api.list_pods()
+    cache: dict[str, Mapping[str, str]] = {}
+
+    def ns_labels(ns: str) -> Mapping[str, str]:
+        if ns not in cache:
+            cache[ns] = api.namespace_labels(ns)
+        return cache[ns]
+
+    return PodDirectory.from_objects(items, ns_labels, node=node)
