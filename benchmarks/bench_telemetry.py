@@ -1,13 +1,19 @@
 """Collector overhead: CPU time of one node-agent tick, as a share of one core at a 5 s interval.
 
 One tick does what the agent does every 5 s: read the GPUs (an 8-GPU H100 node: the ``nvidia-smi``
-CSV of a real capture is parsed, and, separately, the NVML path on a fake NVML), read every process
-on this machine from ``/proc`` with psutil (cgroups cached), join processes → containers → pods
-(50 pods), attribute GPU use and energy, fold the tick into the exporter and into the ledger
-accumulator. The CPU time (``time.process_time`` of this process) is measured per tick, median over
-``--ticks`` ticks, at the machine's own process count and again with ``--extra`` sleeping processes
-started to load ``/proc``. Baseline measured in the same run: a bare ``psutil.process_iter`` pass
-(what reading ``/proc`` costs at all). Goal: ≤ 0.5 % of one core (25 ms per 5 s tick).
+CSV of a real capture is parsed, and, separately, the NVML path on a fake NVML), read container
+usage, join processes → containers → pods (50 pods), attribute GPU use and energy, fold the tick into
+the exporter and into the ledger accumulator. Two ways of reading container usage:
+
+* ``cgroup`` (the agent's default, cAdvisor's way): two small files per container from a cgroup v2
+  tree of the 50 containers (written to a temporary folder: this machine has no kubepods cgroups),
+  plus ``/proc`` reads of the 8 GPU processes only;
+* ``process``: every process of the machine from ``/proc`` with psutil, summed to containers.
+
+The CPU time (``time.process_time`` of this process) is measured per tick, median over ``--ticks``
+ticks, at the machine's own process count and again with ``--extra`` sleeping processes started to
+load ``/proc``. Baseline in the same run: a bare ``psutil.process_iter`` pass (what walking ``/proc``
+costs at all). Goal: ≤ 0.5 % of one core (25 ms per 5 s tick).
 
 Not measured (no GPU here): the CPU the ``nvidia-smi`` process itself or the NVML library burns.
 
@@ -44,11 +50,11 @@ from seedance.telemetry.sampler import NodeSampler  # noqa: E402
 FIX = ROOT / "tests" / "telemetry" / "fixtures"
 
 
-def smi_runner() -> Any:
+def smi_runner(gpu_pids: Sequence[int]) -> Any:
     row = (FIX / "h100_query_noheader_load.txt").read_text().strip().split(", ")
     query = "".join(", ".join([str(i), *row[1:7], f"GPU-{i:036d}", row[8], f"00000000:{i:02X}:00.0", row[10]]) + "\n"
                     for i in range(8))
-    apps = "".join(f"{10000 + i}, GPU-{i:036d}, 15690\n" for i in range(8))
+    apps = "".join(f"{pid}, GPU-{i:036d}, 15690\n" for i, pid in enumerate(gpu_pids))
 
     def run(argv: Sequence[str], timeout_s: float) -> tuple[int, str]:
         return 0, query if argv[1].startswith("--query-gpu") else apps
@@ -63,9 +69,9 @@ def pods() -> PodDirectory:
     return PodDirectory.from_objects(docs, {f"ns{i}": {"env": "prod"} for i in range(5)})
 
 
-def ticks(collector: Any, n: int) -> list[float]:
+def ticks(collector: Any, n: int, cgroups: Any = None) -> list[float]:
     sampler = NodeSampler("node-1", gpus=collector, processes=ProcessSampler(), pods=pods(), cpu_cores=96,
-                          ram_bytes=1024 * 2**30)
+                          ram_bytes=1024 * 2**30, cgroups=cgroups)
     exp = Exporter("node-1")
     ing = LedgerIngestor("c", PriceSheet())
     out = []
@@ -94,23 +100,26 @@ def bare_proc(n: int) -> list[float]:
     return out
 
 
-def measure(label: str, n: int) -> dict[str, Any]:
+def measure(label: str, n: int, gpu_pids: Sequence[int], cg_root: str) -> list[dict[str, Any]]:
     import psutil
 
+    from seedance.telemetry.procfs import CgroupSampler
+
     procs = len(psutil.pids())
-    smi = ticks(NvidiaSmiCollector(runner=smi_runner()), n)
-    devs = [Dev("NVIDIA H100 80GB HBM3", f"GPU-{i:036d}", f"00000000:{i:02X}:00.0", util=90, procs=[(10000 + i, 15690)],
-                samples=[(10000 + i, 10 * k + 1, 90) for k in range(1, 50)]) for i in range(8)]
-    nvml = ticks(NvmlCollector(FakeNvml(devs)), n)
-    base = bare_proc(n)
-    row = {"case": label, "processes": procs, "ticks": n,
-           "nvidia_smi_tick_ms_median": 1e3 * statistics.median(smi),
-           "nvml_tick_ms_median": 1e3 * statistics.median(nvml),
-           "bare_proc_ms_median": 1e3 * statistics.median(base)}
-    row["core_pct_at_5s_nvidia_smi"] = 100 * statistics.median(smi) / 5.0
-    row["core_pct_at_5s_nvml"] = 100 * statistics.median(nvml) / 5.0
-    row["ratio_tick_to_bare_proc"] = statistics.median(smi) / max(1e-9, statistics.median(base))
-    return row
+    base = statistics.median(bare_proc(n))
+    devs = [Dev("NVIDIA H100 80GB HBM3", f"GPU-{i:036d}", f"00000000:{i:02X}:00.0", util=90, procs=[(pid, 15690)],
+                samples=[(pid, 10 * k + 1, 90) for k in range(1, 50)]) for i, pid in enumerate(gpu_pids)]
+    rows = []
+    for usage in ("cgroup", "process"):
+        smi = statistics.median(ticks(NvidiaSmiCollector(runner=smi_runner(gpu_pids)), n,
+                                      CgroupSampler(cg_root) if usage == "cgroup" else None))
+        nvml = statistics.median(ticks(NvmlCollector(FakeNvml(devs)), n,
+                                       CgroupSampler(cg_root) if usage == "cgroup" else None))
+        rows.append({"case": label, "usage": usage, "processes": procs, "ticks": n,
+                     "nvidia_smi_tick_ms_median": 1e3 * smi, "nvml_tick_ms_median": 1e3 * nvml,
+                     "bare_proc_ms_median": 1e3 * base, "core_pct_at_5s_nvidia_smi": 100 * smi / 5.0,
+                     "core_pct_at_5s_nvml": 100 * nvml / 5.0, "ratio_tick_to_bare_proc": smi / max(1e-9, base)})
+    return rows
 
 
 def main() -> int:
@@ -119,18 +128,29 @@ def main() -> int:
     ap.add_argument("--extra", type=int, default=900, help="Sleeping processes added for the loaded case.")
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()
-    rows = [measure("this machine", args.ticks)]
-    sleepers = [subprocess.Popen(["sleep", "600"]) for _ in range(args.extra)]
+    import tempfile
+
+    from tests.telemetry.fakes import cgroup_tree
+
+    gpu_procs = [subprocess.Popen(["sleep", "600"]) for _ in range(8)]  # real pids for the 8 GPU processes
+    tmp = tempfile.TemporaryDirectory()
+    cgroup_tree(Path(tmp.name), {f"{i:064x}": (f"{i:08d}-0000-0000-0000-000000000000", 1000 * i, 2**30, 2**28)
+                                 for i in range(50)})
+    sleepers: list[subprocess.Popen[bytes]] = []
     try:
+        rows = measure("this machine", args.ticks, [p.pid for p in gpu_procs], tmp.name)
+        sleepers = [subprocess.Popen(["sleep", "600"]) for _ in range(args.extra)]
         time.sleep(0.5)
-        rows.append(measure(f"+{args.extra} sleeping processes", args.ticks))
+        rows += measure(f"+{args.extra} sleeping processes", args.ticks, [p.pid for p in gpu_procs], tmp.name)
     finally:
-        for p in sleepers:
+        for p in sleepers + gpu_procs:
             p.kill()
-        for p in sleepers:
+        for p in sleepers + gpu_procs:
             p.wait()
+        tmp.cleanup()
     for r in rows:
-        print(f"{r['case']:>28}: {r['processes']:5d} processes | tick CPU {r['nvidia_smi_tick_ms_median']:.2f} ms "
+        print(f"{r['case']:>28} [{r['usage']:>7}]: {r['processes']:5d} processes | tick CPU "
+              f"{r['nvidia_smi_tick_ms_median']:.2f} ms "
               f"(nvidia-smi parse) / {r['nvml_tick_ms_median']:.2f} ms (NVML) = "
               f"{r['core_pct_at_5s_nvidia_smi']:.3f}% / "
               f"{r['core_pct_at_5s_nvml']:.3f}% of one core at 5 s | bare /proc pass {r['bare_proc_ms_median']:.2f} ms "

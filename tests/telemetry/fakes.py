@@ -164,18 +164,42 @@ class FakeNvml:
 
 
 class FakePsutil:
-    """``process_iter`` over a mutable table ``{pid: (create_time, cpu_s, rss)}``."""
+    """``process_iter`` and ``Process`` over a mutable table ``{pid: (create_time, cpu_s, rss)}``."""
+
+    class NoSuchProcess(Exception):
+        pass
+
+    AccessDenied = ZombieProcess = NoSuchProcess
 
     def __init__(self, table: dict[int, tuple[float, float, int]]) -> None:
         self.table = table
+        self.iterations = 0
+
+    def Process(self, pid: int) -> Any:  # noqa: N802 - psutil's name
+        if pid not in self.table:
+            raise self.NoSuchProcess(pid)
+        info = self._info(pid)
+        return SimpleNamespace(as_dict=lambda attrs: info)
+
+    def _info(self, pid: int) -> dict[str, Any]:
+        ct, cpu, rss = self.table[pid]
+        return {"pid": pid, "create_time": ct, "cpu_times": SimpleNamespace(user=cpu * 0.75, system=cpu * 0.25),
+                "memory_info": SimpleNamespace(rss=rss)}
 
     def process_iter(self, attrs: list[str]) -> list[Any]:
-        out = []
-        for pid, (ct, cpu, rss) in sorted(self.table.items()):
-            out.append(SimpleNamespace(info={"pid": pid, "create_time": ct,
-                                             "cpu_times": SimpleNamespace(user=cpu * 0.75, system=cpu * 0.25),
-                                             "memory_info": SimpleNamespace(rss=rss)}))
-        return out
+        self.iterations += 1
+        return [SimpleNamespace(info=self._info(pid)) for pid in sorted(self.table)]
+
+
+def cgroup_tree(root: Any, containers: dict[str, tuple[str, int, int, int]]) -> None:
+    """A cgroup v2 tree under ``root``: ``{container id: (pod uid, usage_usec, memory.current, inactive_file)}``."""
+    for cid, (uid, usec, cur, inactive) in containers.items():
+        d = (root / "kubepods.slice" / "kubepods-burstable.slice" /
+             f"kubepods-burstable-pod{uid.replace('-', '_')}.slice" / f"cri-containerd-{cid}.scope")
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "cpu.stat").write_text(f"usage_usec {usec}\nuser_usec {usec // 2}\nsystem_usec {usec // 2}\n")
+        (d / "memory.current").write_text(f"{cur}\n")
+        (d / "memory.stat").write_text(f"anon {cur - inactive}\ninactive_file {inactive}\nactive_file 0\n")
 
 
 def cgroup_of(pod_uid: str, container_id: str, qos: str = "burstable") -> str:

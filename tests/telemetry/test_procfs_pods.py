@@ -140,3 +140,47 @@ def test_pods_from_the_api_server_and_agent_refresh() -> None:
     agent.step(5.0)
     agent.step(10.0)  # refresh fails: the known pods stay
     assert [p.name for p in s.pods.pods()] == ["a"]
+
+
+def test_cgroup_sampler_reads_container_counters_v2_and_v1(tmp_path: Path) -> None:
+    from seedance.telemetry.procfs import CgroupSampler
+    from tests.telemetry.fakes import cgroup_tree
+
+    cgroup_tree(tmp_path, {CID: ("4b1f4f77-49e6-4e30-98db-e98055c8a54f", 2_500_000, 3 * 2**30, 2**30)})
+    (tmp_path / "system.slice" / "docker-" f"{'ab' * 32}.scope").mkdir(parents=True)  # not a pod: ignored
+    got = CgroupSampler(str(tmp_path)).sample()
+    assert got == {CID: type(got[CID])(CID, 2.5, float(2 * 2**30))}
+    v1 = tmp_path / "v1"
+    for ctl, files in (("cpuacct", {"cpuacct.usage": "4000000000"}),
+                       ("memory", {"memory.usage_in_bytes": str(5 * 2**20),
+                                   "memory.stat": "total_inactive_file 1048576\n"})):
+        d = v1 / ctl / "kubepods" / "burstable" / "pod4b1f4f77-49e6-4e30-98db-e98055c8a54f" / CID
+        d.mkdir(parents=True)
+        for name, text in files.items():
+            (d / name).write_text(text)
+    got = CgroupSampler(str(v1)).sample()
+    assert got[CID].cpu_s == 4.0 and got[CID].working_set_bytes == 4 * 2**20
+
+
+def test_sampler_in_cgroup_mode_reads_only_gpu_processes(tmp_path: Path) -> None:
+    from seedance.telemetry.collector import FakeCollector
+    from seedance.telemetry.procfs import CgroupSampler
+    from seedance.telemetry.sampler import NodeSampler
+    from tests.telemetry.fakes import cgroup_tree
+
+    uid = "4b1f4f77-49e6-4e30-98db-e98055c8a54f"
+    pods = PodDirectory.from_objects([pod_doc("train", uid, [CID], gpus=1,
+                                              annotations={"seedance.ai/gpu-index": "0"})], {})
+    ps = FakePsutil({77: (1.0, 0.0, 1 << 30), **dict.fromkeys(range(1000, 1500), (1.0, 0.0, 1))})
+    t = [0.0]
+    s = NodeSampler("n1", gpus=FakeCollector(gpus=1, clock=lambda: t[0], processes=[(77, 0, 1000.0, 50.0)]),
+                    processes=ProcessSampler(ps, read_cgroup=lambda pid: cgroup_of(uid, CID)), pods=pods,
+                    cpu_cores=8, ram_bytes=2**34, cgroups=CgroupSampler(str(tmp_path)))
+    cgroup_tree(tmp_path, {CID: (uid, 1_000_000, 2**30, 0)})
+    s.tick(t=0.0)
+    cgroup_tree(tmp_path, {CID: (uid, 6_000_000, 2 * 2**30, 2**29)})
+    t[0] = 5.0
+    tick = s.tick(t=5.0)
+    (c,) = tick.containers
+    assert (c.cpu_usage, c.ram_usage) == (1.0, 1.5 * 2**30)  # 5 CPU-s over 5 s; working set 2 GiB - 0.5 GiB
+    assert c.gpu_usage == 0.5 and ps.iterations == 0  # the 500 other processes were never walked

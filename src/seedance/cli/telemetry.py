@@ -59,13 +59,16 @@ def _pods(path: Path | None, node: str) -> Any:
 
 
 def _sampler(node: str, collector: Any, pods: Any, cpu_cores: float | None, ram_gib: float | None,
-             processes: bool) -> Any:
+             processes: bool, usage: str = "cgroup") -> Any:
     import psutil
 
-    from seedance.telemetry.procfs import ProcessSampler
+    from seedance.telemetry.procfs import CgroupSampler, ProcessSampler
     from seedance.telemetry.sampler import NodeSampler
 
+    if usage not in ("cgroup", "process"):
+        raise InputError(f"unknown usage source {usage!r}; valid: cgroup, process", source="--usage")
     return NodeSampler(node, gpus=collector, processes=ProcessSampler() if processes else None, pods=pods,
+                       cgroups=CgroupSampler() if usage == "cgroup" else None,
                        cpu_cores=cpu_cores if cpu_cores is not None else float(psutil.cpu_count() or 1),
                        ram_bytes=(ram_gib * 2**30) if ram_gib is not None else float(psutil.virtual_memory().total))
 
@@ -125,6 +128,8 @@ def register(app: typer.Typer) -> None:
         cpu_cores: Annotated[float | None, typer.Option(help="Node cores (default: this machine's).")] = None,
         ram_gib: Annotated[float | None, typer.Option(help="Node memory GiB (default: this machine's).")] = None,
         processes: Annotated[bool, typer.Option("--processes/--no-processes", help="Sample /proc.")] = True,
+        usage: Annotated[str, typer.Option(help="Container usage from 'cgroup' files (default) or summed "
+                                                "'process' readings.")] = "cgroup",
         kube: Annotated[bool, typer.Option("--kube", help="Read this node's pods from the API server.")] = False,
         kubeconfig: Annotated[str | None, typer.Option(help="--kube: kubeconfig (default: in-cluster).")] = None,
         context: Annotated[str | None, typer.Option(help="Context (server) to post to.")] = None,
@@ -136,7 +141,7 @@ def register(app: typer.Typer) -> None:
 
         window_s = parse_duration(window, source="--window")
         col = _collector(collector, query_file=query_file, apps_file=apps_file, gpus=gpus, model=model, pmon=False)
-        sampler = _sampler(node, col, _pods(pods, node), cpu_cores, ram_gib, processes)
+        sampler = _sampler(node, col, _pods(pods, node), cpu_cores, ram_gib, processes, usage)
         send = _sender(context, database_url)
         refresh = None
         if kube:

@@ -29,7 +29,7 @@ from seedance.telemetry.attribution import split_by_ratio
 from seedance.telemetry.dcgm import engine_active, parse_dcgm
 from seedance.telemetry.models import catalog_model
 from seedance.telemetry.pods import ContainerMeta, PodDirectory, PodMeta
-from seedance.telemetry.procfs import ProcessReading, ProcessSampler
+from seedance.telemetry.procfs import CgroupSampler, ProcessReading, ProcessSampler
 from seedance.telemetry.readings import GpuProcess, GpuSnapshot, ParseIssues, SliceReading
 
 
@@ -143,7 +143,11 @@ class NodeSampler:
     Args:
         node: Node name.
         gpus: The GPU collector (``None``: a CPU-only node).
-        processes: The process sampler (``None``: no per-process data; only requests are billed).
+        processes: The process sampler (``None``: no per-process data). With ``cgroups`` it reads only
+            the processes holding a GPU (for device attribution); without, every process, summed
+            to containers for CPU and memory usage.
+        cgroups: Container counters from the cgroup files (cAdvisor's way: cost per container, not
+            per process); ``None``: container usage from the processes.
         pods: The pod directory of this node.
         cpu_cores, ram_bytes: The node's capacity.
         dcgm_text: Returns a dcgm-exporter scrape (MIG engine activity), or ``None``.
@@ -152,12 +156,14 @@ class NodeSampler:
     """
 
     def __init__(self, node: str, *, gpus: GpuCollector | None, processes: ProcessSampler | None,
-                 pods: PodDirectory, cpu_cores: float, ram_bytes: float,
+                 pods: PodDirectory, cpu_cores: float, ram_bytes: float, cgroups: CgroupSampler | None = None,
                  dcgm_text: Callable[[], str | None] | None = None,
                  prices: Callable[[str], float] | None = None, tag_keys: Sequence[str] = ("team", "env")) -> None:
         self.node = node
         self.gpus = gpus
         self.processes = processes
+        self.cgroups = cgroups
+        self._last_cg: dict[str, float] = {}
         self.pods = pods
         self.cpu_cores = cpu_cores
         self.ram_bytes = ram_bytes
@@ -178,16 +184,22 @@ class NodeSampler:
         if dt is None:
             dt = (now - self._last_t) if self._last_t is not None and now > self._last_t else 0.0
         self._last_t = now
-        procs = self.processes.sample() if self.processes is not None else []
+        if self.processes is None:
+            procs = []
+        elif self.cgroups is not None:  # only the GPU processes, to attribute devices
+            procs = self.processes.sample(pids={p.pid for p in snap.processes})
+        else:
+            procs = self.processes.sample()
         by_pid = {p.pid: p for p in procs}
         cpu_use = self._cpu_deltas(procs, dt)
+        by_container = self._cgroup_usage(dt) if self.cgroups is not None else None
         active = self._engine_active(issues)
         slices = [SliceReading(s.gpu_index, s.parent_uuid, s.gi_id, s.ci_id, s.profile, s.mig_uuid,
                                s.compute_slices, s.total_slices, s.mem_used_mib, s.mem_total_mib,
                                active.get((s.parent_uuid or "", s.gi_id), s.engine_active))
                   for s in snap.slices]
         devices, shares, gpu_usage = self._devices(snap, slices, by_pid, dt)
-        containers = self._containers(procs, cpu_use, gpu_usage, devices)
+        containers = self._containers(procs, cpu_use, gpu_usage, devices, by_container)
         models: dict[str, float] = {}
         for g in snap.gpus:
             m = catalog_model(g.name) or (g.name or "unknown")
@@ -324,11 +336,29 @@ class NodeSampler:
         idle = min(total, idle_w * dt * fraction)
         return total - idle, idle
 
+    def _cgroup_usage(self, dt: float) -> dict[str, tuple[float, float]]:
+        """``{container id: (cores used over the tick, working-set bytes)}`` from the cgroup counters."""
+        assert self.cgroups is not None
+        now = self.cgroups.sample()
+        out = {}
+        for cid, r in now.items():
+            prev = self._last_cg.get(cid)
+            cores = max(0.0, r.cpu_s - prev) / dt if prev is not None and dt > 0 else 0.0
+            out[cid] = (cores, r.working_set_bytes)
+        self._last_cg = {cid: r.cpu_s for cid, r in now.items()}
+        return out
+
     def _containers(self, procs: list[ProcessReading], cpu_use: Mapping[int, float],
-                    gpu_usage: Mapping[Key, float], devices: list[DeviceState]) -> list[ContainerUsage]:
+                    gpu_usage: Mapping[Key, float], devices: list[DeviceState],
+                    by_container: Mapping[str, tuple[float, float]] | None = None) -> list[ContainerUsage]:
         cpu: dict[Key, float] = {}
         ram: dict[Key, float] = {}
-        for p in procs:
+        cg = by_container or {}
+        for pod in self.pods.pods() if by_container is not None else ():
+            for c in pod.containers:
+                if c.container_id and c.container_id in cg:
+                    cpu[(pod.namespace, pod.name, c.name)], ram[(pod.namespace, pod.name, c.name)] = cg[c.container_id]
+        for p in procs if by_container is None else ():
             if p.cgroup.container_id is None:
                 continue
             own = self.pods.by_container(p.cgroup.container_id)
