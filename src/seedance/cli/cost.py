@@ -73,7 +73,7 @@ def _remote(context: str | None, path: str, params: dict[str, Any]) -> dict[str,
 
 
 def _money(v: float) -> str:
-    return f"{v:,.2f}"
+    return f"{v:,.0f}" if abs(v) >= 10_000 else f"{v:,.2f}"
 
 
 def render_allocation(doc: dict[str, Any], output: Output) -> Any:
@@ -92,7 +92,7 @@ def render_allocation(doc: dict[str, Any], output: Output) -> Any:
     win = doc["window"]
     t = Table(title=f"cost allocation {win['start']} → {win['end']} by {','.join(doc['aggregate'])} "
                     f"({doc.get('cluster', '')}/{doc.get('source', '')})", show_footer=True)
-    cols = [("name", "total"), ("GPU-h", f"{sum(e['gpu_hours'] for e in doc['allocations']):,.2f}"),
+    cols = [("name", "total"), ("GPU-h", _money(sum(e["gpu_hours"] for e in doc["allocations"]))),
             ("GPU $", _money(sum(e["gpu_cost"] for e in doc["allocations"]))),
             ("CPU $", _money(sum(e["cpu_cost"] for e in doc["allocations"]))),
             ("RAM $", _money(sum(e["ram_cost"] for e in doc["allocations"]))),
@@ -102,7 +102,7 @@ def render_allocation(doc: dict[str, Any], output: Output) -> Any:
         t.add_column(head, footer=foot, justify="left" if head == "name" else "right", no_wrap=True)
     for e in doc["allocations"]:
         idle = e["total_cost"] if e["name"].startswith("__idle__") else e["idle_cost"]
-        t.add_row(e["name"], f"{e['gpu_hours']:,.2f}", _money(e["gpu_cost"]), _money(e["cpu_cost"]),
+        t.add_row(e["name"], _money(e["gpu_hours"]), _money(e["gpu_cost"]), _money(e["cpu_cost"]),
                   _money(e["ram_cost"]), _money(e["shared_cost"]), _money(idle), _money(e["total_cost"]),
                   f"{100 * e['total_efficiency']:.1f}%" if not e["name"].startswith("__") else "n/a")
     if doc.get("warnings"):
