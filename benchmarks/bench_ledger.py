@@ -1,7 +1,7 @@
 """Ledger ingestion: 1 million usage samples → priced ledger lines in the store.
 
 The samples are what 100 nodes × 20 containers report over 500 five-second ticks (about 42 minutes,
-two ledger windows): CPU/RAM requests and usage, GPU requests (whole GPUs and shares) and usage.
+one ledger window: 2 200 lines): CPU/RAM requests and usage, GPU requests (whole GPUs and shares) and usage.
 Timed end to end, median of ``--repeat`` runs on a fresh store each time:
 
 * ``bulk``: one ``LedgerIngestor.add`` of all samples (columnar), pricing, one replace per node-window;
