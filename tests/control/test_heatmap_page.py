@@ -3,7 +3,8 @@
 The page draws node × GPU from ``/api/v1/telemetry/heatmap``; the test posts the GPU state of 64
 eight-GPU nodes plus one MIG node (7 instances) and a lost GPU, then reads the time from navigation
 start to the first painted heatmap (``performance.now()`` after two animation frames, set by the page
-as ``data-first-paint-ms``). Goal: ≤ 1000 ms. A screenshot is written to ``tmp_path`` (and to
+as ``data-first-paint-ms``), median of three cold loads (fresh browser contexts) to ride out load spikes
+of a shared machine. Goal: ≤ 1000 ms. A screenshot is written to ``tmp_path`` (and to
 ``$SEEDANCE_SCREENSHOT_DIR`` when set).
 """
 
@@ -84,17 +85,33 @@ def close(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
     return all(abs(x - y) <= 3 for x, y in zip(a, b, strict=True))
 
 
-def test_heatmap_of_520_devices_paints_within_a_second(fleet: LiveServer, browser: Any, tmp_path: Path) -> None:
-    from PIL import Image
-
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+def first_paint(browser: Any, url: str) -> tuple[float, float, Any, Any, list[str]]:
+    """One cold load in a fresh browser context: (first paint ms, data fetched ms, context, page, errors)."""
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = ctx.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
-    page.goto(f"{fleet.url}/dashboard/heatmap.html#token={ADMIN_TOKEN}")
+    page.goto(url)
     page.wait_for_selector('#status[data-state="ready"]', timeout=15000)
-    first_paint_ms = float(page.locator("body").get_attribute("data-first-paint-ms") or "inf")
-    print(f"\nheatmap first paint: {first_paint_ms:.0f} ms for {NODES * GPUS + 7} devices")
-    assert errors == []
+    body = page.locator("body")
+    return (float(body.get_attribute("data-first-paint-ms") or "inf"),
+            float(body.get_attribute("data-fetched-ms") or "inf"), ctx, page, errors)
+
+
+def test_heatmap_of_519_devices_paints_within_a_second(fleet: LiveServer, browser: Any, tmp_path: Path) -> None:
+    from PIL import Image
+
+    url = f"{fleet.url}/dashboard/heatmap.html#token={ADMIN_TOKEN}"
+    runs = []
+    for _ in range(3):  # three cold loads (fresh context, empty cache); the median is the figure
+        paint, fetched, ctx, page, errors = first_paint(browser, url)
+        runs.append((paint, fetched))
+        assert errors == []
+        if len(runs) < 3:
+            ctx.close()
+    first_paint_ms = sorted(p for p, _ in runs)[1]
+    print(f"\nheatmap first paint: median {first_paint_ms:.0f} ms of {[round(p) for p, _ in runs]} ms "
+          f"(data fetched at {[round(f) for _, f in runs]} ms) for {NODES * GPUS + 7} devices")
     assert page.locator("rect.gpu").count() == NODES * GPUS + 7
     assert first_paint_ms <= 1000.0, first_paint_ms
     assert "lost: mig-node 0000:02:00.0" in page.locator("#lost").inner_text()
@@ -124,7 +141,7 @@ def test_heatmap_of_520_devices_paints_within_a_second(fleet: LiveServer, browse
     assert page.locator(cell.format(1)).get_attribute("data-value") == "$12.29/h"
     page.select_option("#metric", "memory")
     assert page.locator(cell.format(1)).get_attribute("data-value") == "49%"
-    page.close()
+    ctx.close()
 
 
 def test_heatmap_updates_live(fleet: LiveServer, browser: Any) -> None:
