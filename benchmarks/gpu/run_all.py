@@ -24,6 +24,7 @@ HERE = Path(__file__).resolve().parent
 PARTS: list[tuple[str, str, float]] = [
     ("isolation", "isolation_probe.py", 240.0),
     ("kernels", "kernels_h200.py", 480.0),
+    ("telemetry", "telemetry_bf16.py", 120.0),
 ]
 
 

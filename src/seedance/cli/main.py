@@ -36,6 +36,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "seedance.cli.kernels",
     "seedance.cli.optimize",
     "seedance.cli.privacy",
+    "seedance.cli.cost",
+    "seedance.cli.telemetry",
 )
 
 EXIT_BAD_INPUT = 2

@@ -357,27 +357,50 @@ def _run_inflation(
         results: list[InflationRun] = sweep(runs, workers=workers, progress=lambda r: prog.advance(task))
     bounds: dict[str, float] = {}
     bound_rows: list[dict[str, Any]] = []
+    bound_summary: list[dict[str, Any]] = []
     if bound:
+        import statistics
+        import time
+
+        from seedance.finops.bill import inflation_bill_bound
         from seedance.sim.bound import inflation_bound
 
         spec = load_nodes(nodes_path)
         for p in pod_paths:
             trace = load_pods(p)
             name = p.stem.removeprefix("openb_pod_list_")
-            vals = []
+            rows: list[dict[str, Any]] = []
             for seed in seeds:
+                t0 = time.perf_counter()
                 b = inflation_bound(spec, trace, seed, ratio=arrived_max / 100.0)
-                vals.append(b.unallocated_pct)
-                bound_rows.append({"trace": name, "seed": seed, "bound_unallocated_pct": b.unallocated_pct})
+                bb = inflation_bill_bound(spec, trace, seed, ratio=arrived_max / 100.0)
+                rows.append({"trace": name, "seed": seed, "bound_unallocated_pct": b.unallocated_pct,
+                             "bound_bill_allocated_usd_h": round(bb.alloc_usd_h, 2),
+                             "bill_total_usd_h": round(bb.cluster_usd_h, 2),
+                             "wall_s": round(time.perf_counter() - t0, 3)})
+            bound_rows.extend(rows)
+            vals = [r["bound_unallocated_pct"] for r in rows]
             bounds[name] = round(sum(vals) / len(vals), 2)
+            usd = round(statistics.fmean(r["bound_bill_allocated_usd_h"] for r in rows), 2)
+            total = rows[0]["bill_total_usd_h"]
+            bound_summary.append({
+                "trace": name, "policy": "offline bound (LP)", "seeds": list(seeds),
+                "unallocated_pct_at_100_mean": bounds[name],
+                "unallocated_pct_at_100_sd": round(statistics.stdev(vals), 2) if len(vals) > 1 else None,
+                "bill_allocated_usd_h": usd, "bill_idle_usd_h": round(total - usd, 2), "bill_total_usd_h": total,
+                "wall_s_mean": round(statistics.fmean(r["wall_s"] for r in rows), 3),
+            })
     summary = summarize(results, paper, bounds)
     return {
         "mode": "inflation",
         "nodes": str(nodes_path),
         "arrived_max": arrived_max,
+        "bill_note": "bill = $/h at 100% arrived: allocated (what the placed pods are billed, OpenCost's rules), "
+                     "idle (cluster cost - allocated) and total (the cluster); G1/G2/G3 priced as their proxies",
         "results": [r.to_json() for r in results],
         "summary": [s.to_json() for s in summary],
         "bounds": bound_rows,
+        "bound_summary": bound_summary,
         "_runs": results,
         "_summary": summary,
     }
@@ -399,29 +422,20 @@ def _render(payload: dict[str, Any], output: Output) -> Any:
         for row in summary:
             w.writerow({k: (";".join(map(str, v)) if isinstance(v, list) else v) for k, v in row.items()})
         return buf.getvalue().rstrip("\n")
+    from seedance.sim.summary import BOUND_HEADS, SUMMARY_HEADS, TAIL_HEADS, summary_cells
+
     with_bound = bool(payload.get("bounds"))
-    table = Table(title=f"unallocated GPU % at 100% arrived ({payload['mode']}, mean over seeds)")
-    cols = ["trace", "policy", "seeds", "ours %", "sd", "paper %", "Δ pp"]
-    cols += ["bound %", "gap pp"] if with_bound else []
-    cols += ["frag %", "wall s"]
+    table = Table(title=f"unallocated GPU % and bill at 100% arrived ({payload['mode']}, mean over seeds)",
+                  show_edge=False)
+    table.caption = ("n/a: no such figure (the paper has no seedance run; the LP bound has no fragmentation). "
+                     "Bill: $/h at 100% arrived (docs/finops.md).")
+    cols = [*SUMMARY_HEADS, *(BOUND_HEADS if with_bound else ()), *TAIL_HEADS]
     for col in cols:
         table.add_column(col, justify="left" if col in ("trace", "policy") else "right", no_wrap=True)
-    for s in summary:
-        cells = [
-            s["trace"],
-            s["policy"],
-            str(len(s["seeds"])),
-            _f(s["unallocated_pct_at_100_mean"]),
-            _f(s["unallocated_pct_at_100_sd"]),
-            _f(s["paper_unallocated_pct_at_100"]),
-            _f(s["delta_pp"]),
-        ]
-        if with_bound:
-            cells += [_f(s["bound_unallocated_pct"]), _f(s["gap_to_bound_pp"])]
-        cells += [_f(s["frag_pct_at_100_mean"]), _f(s["wall_s_mean"])]
-        table.add_row(*cells)
+    for row in summary_cells(payload, with_bound):
+        table.add_row(*row)
     return table
 
 
 def _f(v: Any) -> str:
-    return "-" if v is None else f"{v:.2f}"
+    return "n/a" if v is None else f"{v:.2f}"

@@ -18,7 +18,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 import seedance
 from seedance.control.api.errors import BodyLimitMiddleware, install_error_handlers
-from seedance.control.api.routes import clusters, jobs, policies, privacy, safechange, system, tenants
+from seedance.control.api.routes import clusters, finops, jobs, policies, privacy, safechange, system, tenants
 from seedance.control.observability import ControlMetrics
 from seedance.control.service import ControlService
 from seedance.control.services.scheduling import FilterProvider
@@ -56,6 +56,7 @@ def create_app(
     app.include_router(system.api)
     app.include_router(privacy.router)
     app.include_router(safechange.router)
+    app.include_router(finops.router)
     app.mount("/dashboard", StaticFiles(directory=DASHBOARD_DIR, html=True), name="dashboard")
     app.add_middleware(BodyLimitMiddleware, limit=svc.settings.max_body_bytes)
     app.add_middleware(RequestMetricsMiddleware, metrics=svc.metrics)

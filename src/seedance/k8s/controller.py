@@ -20,7 +20,7 @@ from typing import Any
 import kopf
 
 from seedance.core.errors import InputError
-from seedance.k8s import keys
+from seedance.k8s import costtags, keys
 from seedance.k8s.objects import name_of
 from seedance.k8s.trainingjob import TERMINAL, cost_inputs, cost_tags, desired_pods, job_status, label_value
 
@@ -100,6 +100,7 @@ def register(registry: kopf.OperatorRegistry) -> kopf.OperatorRegistry:
     kopf.on.update(*res, registry=registry, id="reconcile", field="spec")(reconcile_trainingjob)
     kopf.timer(*res, registry=registry, id="resync", interval=60.0, idle=30.0)(reconcile_trainingjob)
     kopf.on.event("", "v1", "pods", registry=registry, labels={keys.LABEL_JOB: kopf.PRESENT})(pod_event)
+    costtags.register(registry)  # cost tags on every pod (seedance.k8s.costtags)
     return registry
 
 

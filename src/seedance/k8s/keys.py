@@ -29,6 +29,10 @@ LABEL_REPLICA = "seedance.ai/replica-index"
 #: Cost-tag pod labels (whitepaper §3.3): team from the pod's ``team`` label, env from the namespace's ``env``.
 LABEL_COST_TEAM = "cost.seedance.ai/team"
 LABEL_COST_ENV = "cost.seedance.ai/env"
+#: Prefix of every cost-tag pod label the operator writes (``cost.seedance.ai/<tag>``).
+COST_TAG_PREFIX = "cost.seedance.ai/"
+#: Cost tags written by default: each from the pod's label of that name, else the namespace's.
+COST_TAG_KEYS = ("team", "env")
 #: Value of a cost tag whose source label is missing.
 UNASSIGNED = "unassigned"
 

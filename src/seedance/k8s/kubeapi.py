@@ -141,6 +141,16 @@ class KubernetesApi:
             namespace, label_selector=f"{keys.LABEL_JOB}={job}", _preload_content=False))
         return list(out.get("items") or [])
 
+    def list_namespace_pods(self, namespace: str) -> list[Obj]:
+        """Every pod of a namespace (the cost-tag handler re-tags them when the namespace changes)."""
+        out = self._decode(self._core.list_namespaced_pod(namespace, _preload_content=False))
+        return list(out.get("items") or [])
+
+    def patch_pod_labels(self, namespace: str, name: str, labels: Mapping[str, str]) -> None:
+        """Merge-patch labels of a pod."""
+        self._core.patch_namespaced_pod(name, namespace, {"metadata": {"labels": dict(labels)}},
+                                        _preload_content=False)
+
     def create_pod(self, namespace: str, pod: Mapping[str, Any]) -> bool:
         """Create a pod; returns ``False`` when it already exists."""
         try:

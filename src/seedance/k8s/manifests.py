@@ -283,7 +283,7 @@ def operator_objects(s: DeploySettings = DeploySettings()) -> list[Obj]:
             _rule([keys.GROUP], ["trainingjobs"], ["get", "list", "watch", "patch", "update"]),
             _rule([keys.GROUP], ["trainingjobs/status"], ["get", "patch", "update"]),
             _rule([keys.GROUP], ["costpolicies", "inferenceservices"], ["get", "list", "watch"]),
-            _rule([""], ["pods"], ["get", "list", "watch", "create", "delete"]),
+            _rule([""], ["pods"], ["get", "list", "watch", "create", "delete", "patch"]),
             _rule([""], ["namespaces"], ["get", "list", "watch"]),
             _rule(["", "events.k8s.io"], ["events"], ["create", "patch"]),
             _rule(["apiextensions.k8s.io"], ["customresourcedefinitions"], ["get", "list", "watch"]),

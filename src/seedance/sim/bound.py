@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -79,8 +80,18 @@ class BoundResult:
     classes: int
 
 
-def lp_max_allocation(spec: ClusterSpec, trace: PodTrace, pods: np.ndarray) -> tuple[float, int, int]:
-    """Upper bound (milli-GPU) on the GPU of any subset of ``pods`` placed at once; also #types, #classes."""
+PodValue = Callable[[int, int, int, int, tuple[str | None, int, int, int]], float]
+"""Value of one pod (cpu milli, memory MiB, GPU count, milli per GPU) on a node class (model, GPUs, cpu, mem)."""
+
+
+def lp_max_allocation(
+    spec: ClusterSpec, trace: PodTrace, pods: np.ndarray, value: PodValue | None = None
+) -> tuple[float, int, int]:
+    """Upper bound on the value of any subset of ``pods`` placed at once; also #types, #classes.
+
+    The value is the GPU milli held (default) or ``value(cpu, mem, k, milli, node class)`` per pod,
+    e.g. the $/h it is billed on that class (``seedance.finops.bill``).
+    """
     from ortools.linear_solver import pywraplp
 
     classes = Counter((n.gpu_model, n.gpu_count, n.cpu_milli, n.memory_mib) for n in spec.nodes)
@@ -120,7 +131,8 @@ def lp_max_allocation(spec: ClusterSpec, trace: PodTrace, pods: np.ndarray) -> t
             y = solver.NumVar(0.0, ub, f"y_{ti}_{ci}")
             ys[(ti, ci)] = y
             row.append(y)
-            objective.SetCoefficient(y, float(k * milli))
+            objective.SetCoefficient(
+                y, float(k * milli) if value is None else float(value(cpu, mem, k, milli, cls[ci][0])))
             per_class[ci].append((y, cpu, mem, k, milli, k >= 1 and milli == MILLI_PER_GPU))
         if row:
             c = solver.Constraint(0.0, float(n_t))

@@ -93,6 +93,8 @@ class InflationRun:
     events: int
     wall_s: float
     final_alloc_pct: float
+    alloc_usd_h_at_100: float | None = None
+    cluster_usd_h: float = 0.0
 
     def to_json(self) -> dict[str, object]:
         """The record of ``seedancectl simulate -o json``."""
@@ -109,6 +111,8 @@ class InflationRun:
             "failed": self.failed,
             "events": self.events,
             "final_alloc_pct": self.final_alloc_pct,
+            "bill_allocated_usd_h_at_100": self.alloc_usd_h_at_100,
+            "bill_cluster_usd_h": self.cluster_usd_h,
             "wall_s": round(self.wall_s, 3),
         }
 
@@ -157,10 +161,15 @@ def inflation_record(
     failed: int,
     wall_s: float,
     final_alloc_pct: float,
+    alloc_usd_h: NDArray[np.float64] | None = None,
+    cluster_usd_h: float = 0.0,
 ) -> InflationRun:
     """Bucket a run's per-event series by arrived % and wrap them in an :class:`InflationRun`."""
+    from seedance.finops.bill import column_mean
+
     cols, alloc, fragp = bucket_by_arrival(arrived, used, frag_milli, total_gpus, top)
     at100 = alloc[100] if top >= 100 else None
+    usd100 = column_mean(arrived, alloc_usd_h, total_gpus) if alloc_usd_h is not None and top >= 100 else None
     return InflationRun(
         policy=policy,
         trace=trace,
@@ -174,6 +183,8 @@ def inflation_record(
         events=len(arrived),
         wall_s=wall_s,
         final_alloc_pct=final_alloc_pct,
+        alloc_usd_h_at_100=None if usd100 is None else round(usd100, 2),
+        cluster_usd_h=round(cluster_usd_h, 2),
     )
 
 
@@ -213,6 +224,11 @@ def run_inflation(
     node_frag = frag.node_frag().copy()
     counters = {"arrived": 0, "placed": 0, "failed": 0}
     policy_obj = sched.policy
+    from seedance.finops.bill import NodePrices  # the bill: allocated $/h after every event
+
+    prices = NodePrices.of(spec)
+    usd = np.zeros(n_events, dtype=np.float64)
+    billed = [0.0]
 
     def on_arrival(t: float, i: int) -> None:
         req = reqs[keys[pods[i]]]
@@ -224,8 +240,10 @@ def run_inflation(
             n = d.placement.node
             node_frag[n] = frag.shape_frag(state.shape_id[n : n + 1])[0]
             counters["placed"] += 1
+            billed[0] += prices.placement_usd_h(d.placement)
         else:
             counters["failed"] += 1
+        usd[i] = billed[0]
         arrived[i] = counters["arrived"]
         used[i] = state.used_gpu_milli
         frag_milli[i] = node_frag.sum()
@@ -244,6 +262,8 @@ def run_inflation(
         failed=counters["failed"],
         wall_s=time.perf_counter() - t0,
         final_alloc_pct=round(100.0 * state.used_gpu_milli / state.capacity_gpu_milli, 2),
+        alloc_usd_h=usd,
+        cluster_usd_h=prices.cluster_usd_h,
     )
 
 

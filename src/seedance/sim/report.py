@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from seedance.sim.inflation import InflationRun
-from seedance.sim.summary import SummaryRow
+from seedance.sim.summary import BOUND_HEADS, SUMMARY_HEADS, TAIL_HEADS, SummaryRow, summary_cells
 
 _CSS = (
     "body{font-family:sans-serif;margin:2em;max-width:1100px}table{border-collapse:collapse}"
@@ -80,25 +80,12 @@ def write_inflation_report(
         fig = allocation_figure(runs, t)
         figs.append((t, _png(fig)))
         plt.close(fig)
+    with_bound = bool(payload.get("bounds"))
+    heads = [*SUMMARY_HEADS, *(BOUND_HEADS if with_bound else ()), *TAIL_HEADS]
+    head_html = "".join(f"<th>{html.escape(h)}</th>" for h in heads)
     rows = "".join(
-        "<tr>"
-        + "".join(
-            f"<td>{html.escape(str(v))}</td>"
-            for v in (
-                s.trace,
-                s.policy,
-                len(s.seeds),
-                s.unallocated_mean,
-                s.unallocated_sd,
-                s.paper_unallocated,
-                s.delta,
-                s.bound,
-                s.frag_mean,
-                round(s.wall_s_mean, 2),
-            )
-        )
-        + "</tr>"
-        for s in summary
+        "<tr>" + "".join(f"<td>{html.escape(v)}</td>" for v in cells) + "</tr>"
+        for cells in summary_cells(payload, with_bound)
     )
     imgs = "".join(
         f'<h3>{html.escape(t)}</h3><img alt="allocation vs arrived, {html.escape(t)}" '
@@ -112,8 +99,13 @@ def write_inflation_report(
 request reaches the target share of cluster GPU capacity; nothing departs. "Unallocated" is 100 − GPU
 allocation % when the arrived request equals 100% of capacity, averaged over seeds. The paper column is
 computed from the FGD authors' published per-seed results for the same seeds.</p>
-<table><tr><th>trace</th><th>policy</th><th>seeds</th><th>unallocated %</th><th>sd</th><th>paper %</th>
-<th>Δ pp</th><th>bound %</th><th>frag % @100</th><th>wall s</th></tr>{rows}</table>
+<p>Bill: $ per hour at 100% arrived. <i>alloc</i> is what the pods a policy placed are billed (OpenCost's
+rules: GPU by the fraction placed at the node's $/GPU-h, CPU per core, memory per GiB; catalog list prices,
+CPU and RAM at OpenCost's default rates; the trace's undisclosed G1/G2/G3 GPUs priced as their catalog
+proxies), <i>idle</i> what nobody is billed for, <i>total</i> the cluster. The offline bound's row is the
+linear relaxation solved once for GPU (its unallocated %) and once for allocated $/h (its bill): no policy
+can do better than either. {html.escape(str(payload.get("bill_note", "")))}</p>
+<table><tr>{head_html}</tr>{rows}</table>
 {imgs}
 <p>Data: <code>results.json</code> beside this file.</p></body></html>"""
     path = out / "report.html"

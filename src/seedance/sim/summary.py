@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from seedance.sim.inflation import InflationRun
 from seedance.sim.paper import PaperResults
@@ -23,6 +24,15 @@ class SummaryRow:
     paper_unallocated: float | None
     wall_s_mean: float
     bound: float | None = None
+    bill_alloc_usd_h: float | None = None
+    cluster_usd_h: float | None = None
+
+    @property
+    def bill_idle_usd_h(self) -> float | None:
+        """Idle $/h at 100 % arrived: cluster cost minus what the policy's placements are billed."""
+        if self.bill_alloc_usd_h is None or self.cluster_usd_h is None:
+            return None
+        return round(self.cluster_usd_h - self.bill_alloc_usd_h, 2)
 
     @property
     def delta(self) -> float | None:
@@ -47,6 +57,9 @@ class SummaryRow:
             if self.bound is None or self.unallocated_mean is None
             else round(self.unallocated_mean - self.bound, 2),
             "wall_s_mean": round(self.wall_s_mean, 3),
+            "bill_allocated_usd_h": self.bill_alloc_usd_h,
+            "bill_idle_usd_h": self.bill_idle_usd_h,
+            "bill_total_usd_h": self.cluster_usd_h,
         }
 
 
@@ -62,6 +75,7 @@ def summarize(
         un = [r.unallocated_pct_at_100 for r in rs if r.unallocated_pct_at_100 is not None]
         fr = [r.frag_pct[100] for r in rs if len(r.frag_pct) > 100 and r.frag_pct[100] is not None]
         seeds = tuple(r.seed for r in rs)
+        usd = [r.alloc_usd_h_at_100 for r in rs if r.alloc_usd_h_at_100 is not None]
         rows.append(
             SummaryRow(
                 trace=trace,
@@ -73,6 +87,40 @@ def summarize(
                 paper_unallocated=paper.unallocated_at(trace, policy, seeds=list(seeds)) if paper else None,
                 wall_s_mean=statistics.fmean(r.wall_s for r in rs),
                 bound=(bounds or {}).get(trace),
+                bill_alloc_usd_h=round(statistics.fmean(usd), 2) if usd else None,
+                cluster_usd_h=rs[0].cluster_usd_h if usd else None,
             )
         )
     return rows
+
+
+def summary_cells(payload: Mapping[str, Any], with_bound: bool = False) -> list[list[str]]:
+    """The summary table's cells: policies, then each trace's offline bound. Every cell says something:
+    ``n/a`` where a figure does not exist (the paper has no ``seedance`` run; an LP has no fragmentation)."""
+    out = []
+    for s in payload["summary"]:
+        cells = [s["trace"], s["policy"], str(len(s["seeds"])), _f(s["unallocated_pct_at_100_mean"]),
+                 _f(s["unallocated_pct_at_100_sd"]), _f(s["paper_unallocated_pct_at_100"]), _f(s["delta_pp"])]
+        cells += [_f(s["frag_pct_at_100_mean"]), _usd(s.get("bill_allocated_usd_h")), _usd(s.get("bill_idle_usd_h")),
+                  _usd(s.get("bill_total_usd_h")), _f(s["wall_s_mean"])]
+        out.append(cells)
+    for b in payload.get("bound_summary") or []:
+        cells = [b["trace"], "bound (LP)", str(len(b["seeds"])), _f(b["unallocated_pct_at_100_mean"]),
+                 _f(b["unallocated_pct_at_100_sd"]), "n/a", "n/a"]
+        cells += ["n/a", _usd(b["bill_allocated_usd_h"]), _usd(b["bill_idle_usd_h"]), _usd(b["bill_total_usd_h"]),
+                  _f(b["wall_s_mean"])]
+        out.append(cells)
+    return out
+
+
+SUMMARY_HEADS = ("trace", "policy", "n", "ours %", "sd", "paper %", "Δ pp")
+BOUND_HEADS: tuple[str, ...] = ()  # the bound is a row of its own (``gap_to_bound_pp`` stays in the JSON)
+TAIL_HEADS = ("frag %", "alloc $/h", "idle $/h", "total $/h", "wall s")
+
+
+def _f(v: Any) -> str:
+    return "n/a" if v is None else f"{v:.2f}"
+
+
+def _usd(v: Any) -> str:
+    return "n/a" if v is None else f"{v:,.0f}"

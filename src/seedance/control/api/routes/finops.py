@@ -1,0 +1,92 @@
+"""FinOps routes: ``/api/v1/allocation`` (OpenCost's idiom), ``/api/v1/allocation/explain``,
+``POST /api/v1/telemetry`` (agents) and ``/api/v1/telemetry/heatmap`` (the heatmap page)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query, Request
+
+from seedance.control.api.deps import PrincipalDep
+from seedance.control.api.errors import ERROR_RESPONSES
+from seedance.control.schemas import NAME_PATTERN, Role
+from seedance.control.security import Principal
+from seedance.finops.service import FinopsService, split_csv
+from seedance.finops.wire import TelemetryPost
+
+router = APIRouter(prefix="/api/v1", responses=ERROR_RESPONSES, tags=["finops"])
+Cluster = Annotated[str, Query(pattern=NAME_PATTERN, max_length=63)]
+Source = Annotated[str, Query(max_length=63, pattern=r"^[A-Za-z0-9:._-]+$",
+                              description="live, or replay:<policy> for a replayed trace.")]
+WINDOW = (r"^(today|yesterday|week|lastweek|month|lastmonth|all|[0-9]{1,5}[mhdw]"
+          r"|[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}Z,[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}Z|[0-9]{1,10},[0-9]{1,10})$")
+Window = Annotated[str, Query(max_length=100, pattern=WINDOW,
+                              description="today, 7d, lastweek, an RFC3339 or Unix pair, or all.")]
+
+
+def operator(me: PrincipalDep) -> Principal:
+    """The caller, who must be an operator (checked before the body is read: 403, not 422)."""
+    me.require(Role.OPERATOR, "posting telemetry")
+    return me
+
+
+OperatorDep = Annotated[Principal, Depends(operator)]
+
+
+def finops(request: Request) -> FinopsService:
+    """The app's FinOps service (made on first use from the app's store)."""
+    svc = getattr(request.app.state, "finops", None)
+    if svc is None:
+        svc = request.app.state.finops = FinopsService(request.app.state.service.db)
+    return svc
+
+
+@router.get("/allocation")
+def allocation(
+    request: Request, me: PrincipalDep,
+    window: Window = "7d",
+    aggregate: Annotated[str, Query(max_length=300)] = "namespace",
+    step: Annotated[str | None, Query(max_length=20)] = None,
+    idle: bool = True,
+    share_idle: Annotated[str, Query(alias="shareIdle", max_length=10)] = "none",
+    idle_by_node: Annotated[bool, Query(alias="idleByNode")] = False,
+    share_namespaces: Annotated[str, Query(alias="shareNamespaces", max_length=1000)] = "",
+    share_split: Annotated[str, Query(alias="shareSplit", max_length=10)] = "weighted",
+    cluster: Cluster = "default", source: Source = "live",
+    fmt: Annotated[str, Query(alias="format", max_length=10)] = "seedance",
+) -> dict[str, Any]:
+    """Costs by any aggregation, idle as ``__idle__`` or shared, shared namespaces distributed.
+
+    Cost data is shared infrastructure, like clusters and nodes: every token may read it (showback)."""
+    return finops(request).allocation(
+        window=window, aggregate=split_csv(aggregate), step=step, idle=idle, share_idle=share_idle,
+        idle_by_node=idle_by_node, share_namespaces=split_csv(share_namespaces), share_split=share_split,
+        cluster=cluster, source=source, fmt=fmt)
+
+
+@router.get("/allocation/explain")
+def allocation_explain(
+    request: Request, me: PrincipalDep,
+    window_from: Annotated[str, Query(alias="from", max_length=100, pattern=WINDOW)] = "lastweek",
+    window_to: Annotated[str, Query(alias="to", max_length=100, pattern=WINDOW)] = "week",
+    step: Annotated[str, Query(max_length=20)] = "1h",
+    filter_: Annotated[str, Query(alias="filter", max_length=300, description="k=v,k2=v2 (labels or properties)")]
+    = "",
+    cluster: Cluster = "default", source: Source = "live",
+) -> dict[str, Any]:
+    """Why the cost changed: volume, price, mix, idle, efficiency and shared effects, hour by hour."""
+    filters = [tuple(x.split("=", 1)) for x in split_csv(filter_) if "=" in x]
+    return finops(request).explain(window_from=window_from, window_to=window_to, step=step, cluster=cluster,
+                                   source=source, filters=[(a, b) for a, b in filters])
+
+
+@router.post("/telemetry")
+def post_telemetry(request: Request, me: OperatorDep, body: TelemetryPost) -> dict[str, Any]:
+    """A node agent's ledger windows (or parts of them) and GPU state (operator); idempotent."""
+    return finops(request).ingest(body)
+
+
+@router.get("/telemetry/heatmap")
+def telemetry_heatmap(request: Request, me: PrincipalDep, cluster: Cluster = "default") -> dict[str, Any]:
+    """Newest state of every GPU and MIG instance, with the pods on it and their shares."""
+    return finops(request).heatmap(cluster)
