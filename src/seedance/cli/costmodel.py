@@ -174,7 +174,7 @@ def register(app: typer.Typer) -> None:
     def evaluate(
         region: Annotated[str, typer.Option(help="Regions, comma-separated.")] = "US-CAL-CISO,DE-LU",
         policy: Annotated[str, typer.Option(help="Schedule policies, comma-separated.")]
-        = "immediate,peak-aware,hindsight-optimal",
+        = "immediate,day-ahead-rule,peak-aware,peak-aware-cost,peak-aware-co2,optimal-cost,optimal-co2,optimal-score",
         config_file: ConfigOpt = None,
         prices: PricesOpt = None,
         carbon: CarbonOpt = None,
@@ -190,7 +190,7 @@ def register(app: typer.Typer) -> None:
         output: OutputOpt = Output.table,
         out: Annotated[Path | None, typer.Option(help="Also write the output to this file.")] = None,
     ) -> None:
-        """Compare run-immediately, peak-aware (forecasts only) and the hindsight optimum over a year."""
+        """Compare run-immediately, the day-ahead rule, peak-aware and each objective's exact optimum over a year."""
         from seedance.costmodel.evaluation import render_table, run_evaluation
 
         err = Console(stderr=True)

@@ -94,7 +94,9 @@ class ForecastSpec(_Model):
 
     forecaster: str = Field(default="profile-ridge", description="Registered forecaster name.")
     price_forecaster: str | None = Field(
-        default=None, description="Forecaster for prices only (e.g. published-day-ahead); default: forecaster.")
+        default="auto", description="Forecaster for prices only: auto (the published day-ahead prices where the "
+        "market publishes them, else forecaster), a forecaster name (e.g. published-day-ahead), or null "
+        "(= forecaster).")
     horizon_hours: int = Field(default=48, ge=1, le=24 * 14, description="Forecast horizon (hours).")
     quantiles: tuple[float, ...] = Field(default=(0.1, 0.5, 0.9), description="Quantile levels reported.")
     options: dict[str, float | int] = Field(default_factory=dict, description="Forecaster options.")
@@ -104,7 +106,7 @@ class ForecastSpec(_Model):
     def _known(cls, v: str | None) -> str | None:
         from seedance.signals.forecast import FORECASTERS
 
-        if v is not None and v not in FORECASTERS:
+        if v is not None and v != "auto" and v not in FORECASTERS:
             raise ValueError(f"unknown forecaster {v!r}; valid names: {', '.join(FORECASTERS.names())}")
         return v
 
