@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from seedance.core.errors import InputError
 from seedance.core.registry import Registry
+from seedance.core.yamldoc import line_of as _line_of
 from seedance.costmodel.energy import CarbonAccounting, EnergyModel
 from seedance.costmodel.score import Weights
 
@@ -266,28 +267,6 @@ class ElectricityPricing(CostPlugin):
             "forecaster": s.forecast.forecaster, "horizon_hours": s.forecast.horizon_hours,
             "energy": s.energy.model_dump(),
         }
-
-
-def _line_of(node: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
-    """1-based line of the YAML node at path ``loc`` (the deepest existing one)."""
-    line = node.start_mark.line + 1 if node is not None else None
-    for key in loc:
-        if isinstance(node, yaml.MappingNode):
-            nxt = None
-            for k, v in node.value:
-                if isinstance(k, yaml.ScalarNode) and k.value == str(key):
-                    line = k.start_mark.line + 1
-                    nxt = v
-                    break
-            if nxt is None:
-                return line
-            node = nxt
-        elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
-            node = node.value[key]
-            line = node.start_mark.line + 1
-        else:
-            return line
-    return line
 
 
 def parse_policy(text: str, *, source: str = "policy") -> CostPolicy:
