@@ -30,6 +30,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "seedance.cli.config",
     "seedance.cli.jobs",  # after explain: adds ``explain job`` to that group
     "seedance.cli.logs",
+    "seedance.cli.reserve",
+    "seedance.cli.markets",
 )
 
 EXIT_BAD_INPUT = 2

@@ -52,7 +52,7 @@ def validate(model: type[BaseModel], data: Any, node: yaml.Node | None, *, sourc
         return model.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
-        loc = tuple(x for x in err["loc"] if not (isinstance(x, str) and x.startswith("function-")))
+        loc = tuple(x for x in err["loc"] if not (isinstance(x, str) and (x.startswith("function-") or x == "[key]")))
         field = ".".join(str(x) for x in loc) or None
         msg = str(err["msg"]).removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":

@@ -3,7 +3,7 @@
 The whitepaper's action is hybrid: a reservation *type* in {none, 1 year, 3 years} and a
 *capacity ratio* in [0, 1] of the forecast peak. Stable-Baselines3 has no Dict/Tuple action
 spaces (its maintainers declined them: DLR-RM/stable-baselines3#731, #1687), so the action is
-encoded as ``MultiDiscrete([3, 11])``: the type, and the ratio on a grid of 0, 0.1, ..., 1.0.
+encoded as ``MultiDiscrete([3, 21])``: the type, and the ratio on a grid of 0, 0.05, ..., 1.0.
 sb3-contrib's ``MaskablePPO`` masks the types that cannot be bought now (a term that would end
 after the window). A type with a ratio buys ``max(0, round(ratio * forecast_peak) - in_force)``
 units of that term: the ratio is the committed level the policy wants, as a share of the
@@ -33,9 +33,9 @@ from seedance.reservations.demand import DemandWindow
 from seedance.reservations.policies import EpochView, epoch_view
 from seedance.reservations.pricing import TERM_HOURS, TERMS, ReservationPrices
 
-RATIO_STEPS = 11
+RATIO_STEPS = 21
 N_TYPES = 1 + len(TERMS)  # none, 1y, 3y
-OBS_SIZE = 20
+OBS_SIZE = 30
 YEAR_H = 8760
 FloatA = NDArray[np.float64]
 
@@ -61,13 +61,35 @@ def _growth_factor(view: EpochView) -> float:
     return float(np.clip(np.exp(12.0 * monthly), 1.0, 3.0))
 
 
+def _growth(obs: NDArray[np.int64]) -> float:
+    """Least-squares growth per year of the log daily mean over the last year (0 with < 120 days)."""
+    n = min(len(obs) // 24, 365)
+    if n < 120:
+        return 0.0
+    daily = obs[-n * 24:].reshape(n, 24).mean(axis=1)
+    x = np.arange(n) / 365.0
+    y = np.log(np.maximum(daily, 1e-3))
+    slope = float(np.polyfit(x, y, 1)[0])
+    return float(np.clip(slope, -2.0, 2.0))
+
+
 def features(view: EpochView) -> NDArray[np.float32]:
-    """The observation of ``view`` (scale-free: units are divided by the last 30 days' peak)."""
+    """The observation of ``view`` (scale-free: units are divided by the last 30 days' peak).
+
+    In force (total, 1 y, 3 y, 1-y units expiring within three epochs); quantiles of the last 30,
+    90 and 365 days; the level that would have been cheapest for each term over the last 30, 60
+    and 365 days (the cloud advisors' recommendation); growth over 1 and 6 months and the fitted
+    yearly growth; time left; which terms are on sale; each term's rate over the overflow price.
+    """
+    from seedance.reservations.policies import lookback_optimal_level
+
     last30 = view.recent(30)
     last90 = view.recent(90)
+    last365 = view.recent(365)
     scale = max(1.0, float(last30.max(initial=0)))
     q30 = np.percentile(last30, [10, 25, 50, 75, 90, 100]) / scale if len(last30) else np.zeros(6)
     q90 = np.percentile(last90, [25, 50, 75]) / scale if len(last90) else np.zeros(3)
+    q365 = np.percentile(last365, [25, 50, 75]) / scale if len(last365) else np.zeros(3)
     obs = view.observed
     trend1 = trend6 = 0.0
     if len(obs) >= 24 * 90:
@@ -78,9 +100,14 @@ def features(view: EpochView) -> NDArray[np.float32]:
         trend6 = float(np.log(max(a, 1e-3) / max(b, 1e-3)))
     p = view.prices
     rates = [p.commitments.get(t, p.overflow) / p.overflow for t in TERMS]
+    levels = []
+    for t in TERMS:
+        rate = p.commitments.get(t, p.overflow)
+        for days in (30, 60, 365):
+            levels.append(lookback_optimal_level(view.recent(days), rate, p.overflow) / scale)
     v = np.array([
         view.in_force / scale, view.force[0] / scale, view.force[1] / scale, view.expiring[0] / scale,
-        *q30, *q90, np.clip(trend1, -2, 2), np.clip(trend6, -2, 2),
+        *q30, *q90, *q365, *levels, np.clip(trend1, -2, 2), np.clip(trend6, -2, 2), _growth(obs),
         view.hours_left / (4 * YEAR_H), float(view.allowed[0]), float(view.allowed[1]), *rates,
     ], dtype=np.float32)
     return v
@@ -98,7 +125,7 @@ def action_units(view: EpochView, action: NDArray[np.int64] | list[int] | tuple[
 
 
 def action_mask(view: EpochView) -> NDArray[np.bool_]:
-    """Mask of the ``MultiDiscrete([3, 11])`` action (types not on sale now are masked)."""
+    """Mask of the ``MultiDiscrete([3, 21])`` action (types not on sale now are masked)."""
     return np.array([True, *view.allowed] + [True] * RATIO_STEPS, dtype=bool)
 
 

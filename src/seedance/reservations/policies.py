@@ -167,17 +167,12 @@ def lookback_optimal_level(demand: IntA, rate: float, overflow: float) -> int:
     """The level ``L`` minimising ``L * rate + overflow * mean(max(0, d - L))`` over ``demand``.
 
     The cost is convex in ``L`` and its slope is ``rate - overflow * P(d > L)``: the optimum is the
-    smallest ``L`` with ``P(d > L) <= rate / overflow``.
+    smallest ``L`` with ``P(d > L) <= rate / overflow``, i.e. the ``1 - rate / overflow`` quantile.
     """
     if not len(demand):
         return 0
-    d = np.sort(np.asarray(demand))
-    share = rate / overflow
-    # P(d > L) = (n - #{d <= L}) / n; find smallest L among 0..max with that <= share
-    for L in np.unique(np.concatenate([[0], d])).tolist():
-        if (len(d) - np.searchsorted(d, L, side="right")) / len(d) <= share:
-            return int(L)
-    return int(d[-1])
+    q = min(1.0, max(0.0, 1.0 - rate / overflow))
+    return int(np.quantile(np.asarray(demand), q, method="inverted_cdf"))  # smallest L with F(L) >= q
 
 
 @RESERVATION_POLICIES.register("none", aliases=("on-demand",))

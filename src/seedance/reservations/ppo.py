@@ -1,7 +1,7 @@
 """Training the PPO reservation policy, and using a trained one as a reservation policy.
 
 ``MaskablePPO`` (sb3-contrib) on :class:`~seedance.reservations.env.ReservationEnv`: the hybrid
-action is ``MultiDiscrete([3, 11])`` (type, capacity-ratio bucket) with the types that cannot be
+action is ``MultiDiscrete([3, 21])`` (type, capacity-ratio bucket) with the types that cannot be
 bought masked, see :mod:`seedance.reservations.env`. Training draws windows from a
 :class:`~seedance.reservations.scenarios.WindowFactory` split (or any sampler); the policy sees only
 scale-free features of the past, so one policy serves demands of any size.
@@ -23,7 +23,15 @@ from numpy.typing import NDArray
 from seedance.core.errors import InputError
 from seedance.core.registry import Registry
 from seedance.reservations.accounting import EPOCH_HOURS
-from seedance.reservations.env import ReservationEnv, Sampler, action_mask, action_units, features
+from seedance.reservations.env import (
+    OBS_SIZE,
+    RATIO_STEPS,
+    ReservationEnv,
+    Sampler,
+    action_mask,
+    action_units,
+    features,
+)
 from seedance.reservations.policies import RESERVATION_POLICIES, EpochView, OnlinePolicy
 from seedance.reservations.pricing import TERMS
 
@@ -32,13 +40,13 @@ from seedance.reservations.pricing import TERMS
 class TrainConfig:
     """PPO settings (SB3 defaults where not stated; chosen on the ``tune`` split, see docs/reservations.md)."""
 
-    timesteps: int = 150_000
+    timesteps: int = 250_000
     seed: int = 0
     n_steps: int = 2048
     batch_size: int = 256
     n_epochs: int = 10
     learning_rate: float = 3e-4
-    gamma: float = 0.999
+    gamma: float = 1.0
     gae_lambda: float = 0.95
     ent_coef: float = 0.01
     clip_range: float = 0.2
@@ -97,11 +105,12 @@ def load_model(path: str | Path) -> Any:
         raise InputError(f"cannot load the PPO policy: {type(exc).__name__}: {exc}", source=src) from None
     space = model.action_space
     nvec = getattr(space, "nvec", None)
-    if nvec is None or list(nvec) != [1 + len(TERMS), 11]:
-        raise InputError(f"the policy's action space {space} is not the reservation engine's MultiDiscrete([3, 11])",
+    if nvec is None or list(nvec) != [1 + len(TERMS), RATIO_STEPS]:
+        raise InputError(f"the policy's action space {space} is not the reservation engine's "
+                         f"MultiDiscrete([3, {RATIO_STEPS}])",
                          source=src, field="action_space")
-    if model.observation_space.shape != (20,):
-        raise InputError(f"the policy observes {model.observation_space.shape}, not the engine's 20 features",
+    if model.observation_space.shape != (OBS_SIZE,):
+        raise InputError(f"the policy observes {model.observation_space.shape}, not the engine's {OBS_SIZE} features",
                          source=src, field="observation_space")
     return model
 
