@@ -129,6 +129,9 @@ def register(app: typer.Typer) -> None:
         carbon: CarbonOpt = None,
         price_tz: PriceTzOpt = None,
         price_book: Annotated[Path | None, typer.Option(help="Price book YAML merged over the catalog.")] = None,
+        spot_history: Annotated[Path | None, typer.Option(
+            help="Planner: spot prices from this describe-spot-price-history JSON (mean of its last 30 days).")]
+        = None,
         clouds: Annotated[str | None, typer.Option(help="Planner: clouds to consider, comma-separated.")] = None,
         markets: Annotated[str, typer.Option(help="Planner: markets (on-demand, spot).")] = "on-demand,spot",
         with_commitments: Annotated[bool, typer.Option(help="Planner: also cost existing 1-/3-year commitments.")]
@@ -156,9 +159,10 @@ def register(app: typer.Typer) -> None:
         if plan_options:
             from seedance.costmodel.planner import MFU_TABLE, PlanJob, PlannerSettings, plan
             from seedance.markets.book import market_book
+            from seedance.markets.spot import with_history
             from seedance.signals.series import parse_utc
 
-            book = market_book(price_book)
+            book = with_history(market_book(price_book), spot_history)
             if clouds:
                 book = book.select(clouds=split_names(clouds))
             ms = tuple(split_names(markets))

@@ -23,13 +23,17 @@ def register(app: typer.Typer) -> None:
         price_book: Annotated[Path | None, typer.Option(help="Price book YAML merged over the catalog.")] = None,
         cloud: Annotated[str | None, typer.Option(help="Clouds, comma-separated.")] = None,
         gpu: Annotated[str | None, typer.Option(help="GPU models (catalog names), comma-separated.")] = None,
+        spot_history: Annotated[Path | None, typer.Option(
+            help="aws ec2 describe-spot-price-history JSON: its last 30 days set the spot prices.")] = None,
+        spot_stat: Annotated[str, typer.Option(help="Statistic of the history: mean, p90, min, max.")] = "mean",
         output: Annotated[str, typer.Option("-o", "--output", help="table or json.")] = "table",
     ) -> None:
         """Every offer with its prices per market, source and date."""
         from seedance.markets.book import market_book
+        from seedance.markets.spot import with_history
 
-        book = market_book(price_book).select(clouds=split_names(cloud) if cloud else None,
-                                              gpus=split_names(gpu) if gpu else None)
+        book = with_history(market_book(price_book), spot_history, stat=spot_stat)
+        book = book.select(clouds=split_names(cloud) if cloud else None, gpus=split_names(gpu) if gpu else None)
         if output == "json":
             typer.echo(dumps({"sources": list(book.sources), "offers": [o.to_json() for o in book]}))
             return

@@ -163,6 +163,5 @@ def _tables(p: dict[str, Any]) -> list[Any]:
         for row in p["attribution_by_slot"]:
             s.add_row(row["slot"], f"{row['baseline_cost']:,.0f}", f"{row['savings']:+,.0f}", row["main_cause"])
         out.append(s)
-    for note in p.get("notes", []):
-        out.append(note)
+    out.extend(p.get("notes", []))
     return out

@@ -65,27 +65,29 @@ def tune_percentile(windows: Sequence[tuple[DemandWindow, ReservationPrices]],
                     grid: Sequence[tuple[float, float | None, str]] = PERCENTILE_GRID,
                     epoch_hours: int = EPOCH_HOURS) -> tuple[Percentile, list[dict[str, Any]]]:
     """The percentile setting with the lowest mean cost relative to 'none' over ``windows``."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     nones = [float(simulate_plan(Plan.empty(len(w), epoch_hours), w, p).cost.sum()) for w, p in windows]
+    scored: list[tuple[float, Percentile]] = []
     for lb, pct, term in grid:
         pol = Percentile(lb, pct, term)
         rel = [run_policy(pol, w, p, epoch_hours).total_cost / n for (w, p), n in zip(windows, nones, strict=True)]
-        rows.append({"lookback_days": lb, "percentile": pct, "term": term, "mean_cost_vs_none": float(np.mean(rel))})
-    best = min(rows, key=lambda r: r["mean_cost_vs_none"])
-    return Percentile(best["lookback_days"], best["percentile"], best["term"]), rows
+        scored.append((float(np.mean(rel)), pol))
+        rows.append({"lookback_days": lb, "percentile": pct, "term": term, "mean_cost_vs_none": scored[-1][0]})
+    return min(scored, key=lambda x: x[0])[1], rows
 
 
 def tune_online(windows: Sequence[tuple[DemandWindow, ReservationPrices]],
                 epoch_hours: int = EPOCH_HOURS) -> tuple[OnlineBreakEven, list[dict[str, Any]]]:
     """The online algorithm's term (1 or 3 years) with the lowest mean cost over ``windows``."""
-    rows = []
+    rows: list[dict[str, Any]] = []
+    scored: list[tuple[float, OnlineBreakEven]] = []
     for term in ("1y", "3y"):
         pol = OnlineBreakEven(term)
         rel = [run_policy(pol, w, p, epoch_hours).total_cost
                / float(simulate_plan(Plan.empty(len(w), epoch_hours), w, p).cost.sum()) for w, p in windows]
-        rows.append({"term": term, "mean_cost_vs_none": float(np.mean(rel))})
-    best = min(rows, key=lambda r: r["mean_cost_vs_none"])
-    return OnlineBreakEven(best["term"]), rows
+        scored.append((float(np.mean(rel)), pol))
+        rows.append({"term": term, "mean_cost_vs_none": scored[-1][0]})
+    return min(scored, key=lambda x: x[0])[1], rows
 
 
 def file_sampler(history: HourlyDemand, *, window_hours: int, synthetic_share: float = 0.3,
