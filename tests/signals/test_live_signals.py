@@ -206,3 +206,17 @@ def test_the_deferral_decision_moves_a_flexible_job_into_its_window_and_keeps_go
                         flexible=True, submitted=NOW)
     t = decide_deferral(tight, snap.signals, NOW, weights)
     assert not t.defer and t.start == NOW and "no room before the deadline" in t.reason
+
+
+def test_the_deferral_stage_fetches_one_snapshot_per_hour(api: str) -> None:
+    from seedance.costmodel.live_deferral import LiveDeferral
+
+    stage = LiveDeferral(provider(api), CostPolicy())
+    job = JobFeatures(duration_s=3 * HOUR, gpu_model="A100-80GB", gpus=8, deadline=NOW + 30 * HOUR, tier="bronze",
+                      flexible=True, submitted=NOW)
+    first = stage(job, NOW)
+    n = len(State.calls)
+    again = stage(job, NOW + 600)  # same clock hour: no new request
+    assert len(State.calls) == n and again.start == first.start and first.defer
+    stage(job, NOW + 3600)
+    assert len(State.calls) > n

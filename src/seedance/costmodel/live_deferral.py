@@ -78,3 +78,39 @@ def decide_deferral(job: JobFeatures, signals: Signals, now: float, weights: Wei
                             cost_now=cs.cost_now, cost_window=cs.cost_best if defer else cs.cost_now,
                             co2_now_kg=cs.co2_now_kg, co2_window_kg=cs.co2_best_kg if defer else cs.co2_now_kg,
                             currency=cs.currency)
+
+
+class LiveDeferral:
+    """The deferral stage a live scheduling profile calls: ``stage(job, now) -> DeferralDecision``.
+
+    Holds a :class:`~seedance.signals.live.LiveSignalProvider` and the cost policy; fetches one
+    snapshot per clock hour (``refresh_s``) and reuses it for every job decided in that hour.
+
+    Args:
+        provider: The live signal provider.
+        policy: The cost policy (weights, currency, horizon).
+        refresh_s: Seconds a snapshot is reused.
+        tiers: SLA tiers.
+    """
+
+    name = "deferral"
+
+    def __init__(self, provider: Any, policy: Any, *, refresh_s: float = 3600.0,
+                 tiers: TierConfig = DEFAULT_TIER_CONFIG) -> None:
+        self.provider = provider
+        self.policy = policy
+        self.refresh_s = refresh_s
+        self.tiers = tiers
+        self._snap: Any = None
+        self._at = -1.0
+
+    def signals(self, now: float) -> Signals:
+        """The snapshot in force at ``now`` (fetched when the last one is older than ``refresh_s``)."""
+        if self._snap is None or now // self.refresh_s != self._at // self.refresh_s:
+            self._snap = self.provider.snapshot(now, self.policy.spec.forecast.horizon_hours)
+            self._at = now
+        return self._snap.signals  # type: ignore[no-any-return]
+
+    def __call__(self, job: JobFeatures, now: float) -> DeferralDecision:
+        sig = self.signals(now)
+        return decide_deferral(job, sig, now, self.policy.weights(sig.currency), tiers=self.tiers)
