@@ -89,13 +89,18 @@ class DemandWindow:
     values: IntA
     start: int
     label: str = ""
+    _all: IntA = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_all", np.concatenate([np.asarray(self.history, dtype=np.int64),
+                                                         np.asarray(self.values, dtype=np.int64)]))
 
     def __len__(self) -> int:
         return len(self.values)
 
     def observed(self, hour: int) -> IntA:
         """Everything known at window hour ``hour``: the history and the window's first ``hour`` hours."""
-        return np.concatenate([self.history, self.values[:hour]]) if hour else self.history
+        return self._all[:len(self.history) + max(0, hour)]
 
 
 # ---------------------------------------------------------------- file format

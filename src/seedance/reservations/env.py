@@ -81,15 +81,24 @@ def features(view: EpochView) -> NDArray[np.float32]:
     and 365 days (the cloud advisors' recommendation); growth over 1 and 6 months and the fitted
     yearly growth; time left; which terms are on sale; each term's rate over the overflow price.
     """
-    from seedance.reservations.policies import lookback_optimal_level
-
+    p = view.prices
+    levels_q = [min(1.0, max(0.0, 1.0 - p.commitments.get(t, p.overflow) / p.overflow)) for t in TERMS]
     last30 = view.recent(30)
-    last90 = view.recent(90)
-    last365 = view.recent(365)
     scale = max(1.0, float(last30.max(initial=0)))
-    q30 = np.percentile(last30, [10, 25, 50, 75, 90, 100]) / scale if len(last30) else np.zeros(6)
-    q90 = np.percentile(last90, [25, 50, 75]) / scale if len(last90) else np.zeros(3)
-    q365 = np.percentile(last365, [25, 50, 75]) / scale if len(last365) else np.zeros(3)
+
+    def qs(d: NDArray[np.int64], q: list[float]) -> NDArray[np.float64]:
+        # one partition per window: the feature quantiles and the advisor's levels (inverted CDF)
+        if not len(d):
+            return np.zeros(len(q))
+        return np.asarray(np.quantile(d, q, method="inverted_cdf"), dtype=np.float64) / scale
+
+    a30 = qs(last30, [0.1, 0.25, 0.5, 0.75, 0.9, 1.0, *levels_q])
+    a60 = qs(view.recent(60), levels_q)
+    q90 = qs(view.recent(90), [0.25, 0.5, 0.75])
+    a365 = qs(view.recent(365), [0.25, 0.5, 0.75, *levels_q])
+    q30, q365 = a30[:6], a365[:3]
+    # the advisor's level per term over 30, 60 and 365 days (lookback_optimal_level, scaled)
+    levels = [a30[6], a60[0], a365[3], a30[7], a60[1], a365[4]]
     obs = view.observed
     trend1 = trend6 = 0.0
     if len(obs) >= 24 * 90:
@@ -98,13 +107,7 @@ def features(view: EpochView) -> NDArray[np.float32]:
     if len(obs) >= 24 * 210:
         a, b = float(obs[-24 * 30:].mean()), float(obs[-24 * 210:-24 * 180].mean())
         trend6 = float(np.log(max(a, 1e-3) / max(b, 1e-3)))
-    p = view.prices
     rates = [p.commitments.get(t, p.overflow) / p.overflow for t in TERMS]
-    levels = []
-    for t in TERMS:
-        rate = p.commitments.get(t, p.overflow)
-        for days in (30, 60, 365):
-            levels.append(lookback_optimal_level(view.recent(days), rate, p.overflow) / scale)
     v = np.array([
         view.in_force / scale, view.force[0] / scale, view.force[1] / scale, view.expiring[0] / scale,
         *q30, *q90, *q365, *levels, np.clip(trend1, -2, 2), np.clip(trend6, -2, 2), _growth(obs),
