@@ -14,9 +14,13 @@ of the last 6 months extrapolated over the next 12 (clipped to [1, 3]).
 
 One step is one decision epoch (730 h by default). The reward of a step is the epoch's savings
 (baseline cost minus cost, from the hourly attribution vector of
-:mod:`seedance.reservations.accounting`) divided by ``overflow price * epoch_hours * scale``,
-where ``scale`` is the episode's first forecast peak: the episode's return is its total saving in
-units of "a month of its peak demand on demand".
+:mod:`seedance.reservations.accounting`) minus the savings the cloud advisor's rule
+(:class:`~seedance.reservations.policies.Percentile`, 60-day lookback) realises in the same epoch of
+the same window, divided by ``overflow price * epoch_hours * scale`` (``scale``: the episode's first
+forecast peak). The subtracted term does not depend on the agent's actions (the advisor decides
+from the past only, on its own plan), so the optimal policy is unchanged; it is a control variate:
+both face the same future demand, so most of the noise a window's unknown future puts into the
+return cancels (``advisor_baseline=False`` gives the raw savings).
 """
 
 from __future__ import annotations
@@ -145,10 +149,12 @@ class ReservationEnv(gym.Env[NDArray[np.float32], NDArray[np.int64]]):
 
     metadata: dict[str, Any] = {"render_modes": []}
 
-    def __init__(self, sampler: Sampler, epoch_hours: int = EPOCH_HOURS) -> None:
+    def __init__(self, sampler: Sampler, epoch_hours: int = EPOCH_HOURS, advisor_baseline: bool = True) -> None:
         super().__init__()
         self.sampler = sampler
         self.epoch_hours = epoch_hours
+        self.advisor_baseline = advisor_baseline
+        self._advisor = np.zeros(0)
         self.observation_space = gym.spaces.Box(low=-10.0, high=10.0, shape=(OBS_SIZE,), dtype=np.float32)
         self.action_space = gym.spaces.MultiDiscrete([N_TYPES, RATIO_STEPS])
         self._rng = np.random.default_rng()
@@ -170,6 +176,14 @@ class ReservationEnv(gym.Env[NDArray[np.float32], NDArray[np.int64]]):
         self.epoch = 0
         self._view = epoch_view(self.window, self.buys, 0, self.prices, self.epoch_hours, self.force)
         self.scale = max(1.0, forecast_peak(self._view))
+        self._advisor = np.zeros(len(self.buys))
+        if self.advisor_baseline:
+            from seedance.reservations.accounting import simulate_plan
+            from seedance.reservations.policies import Percentile
+
+            sav = simulate_plan(Percentile(60.0).plan(self.window, self.prices, self.epoch_hours), self.window,
+                                self.prices).savings
+            self._advisor = np.add.reduceat(sav, np.arange(0, len(sav), self.epoch_hours))
         return np.clip(features(self._view), -10, 10), {}
 
     def action_masks(self) -> NDArray[np.bool_]:
@@ -189,7 +203,7 @@ class ReservationEnv(gym.Env[NDArray[np.float32], NDArray[np.int64]]):
         # the epoch's hours, costed with every unit bought so far (later purchases cannot cover it)
         att = attribute(self.window.values[a:b], self.force[a:b], self.prices, self.window.start)
         saving = float(att.savings.sum())
-        reward = saving / (self.prices.overflow * self.epoch_hours * self.scale)
+        reward = (saving - float(self._advisor[self.epoch])) / (self.prices.overflow * self.epoch_hours * self.scale)
         self.epoch += 1
         done = self.epoch >= len(self.buys)
         info: dict[str, Any] = {"saving": saving}

@@ -50,7 +50,8 @@ class EpochView:
 
     Attributes:
         observed: Demand of every hour before now (the window's history, then its past hours).
-        observed_force: Units in force in the window's past hours (same length as those hours).
+        force_all: Units in force per window hour and term of the purchases made so far (only its
+            past hours may be read: :attr:`observed_force`).
         epoch, epochs: This epoch and the number of epochs of the window.
         hours_left: Hours from now to the end of the window.
         force: Units in force now, by term.
@@ -61,7 +62,7 @@ class EpochView:
     """
 
     observed: IntA
-    observed_force: IntA
+    force_all: IntA
     epoch: int
     epochs: int
     hours_left: int
@@ -70,6 +71,11 @@ class EpochView:
     allowed: list[bool]
     prices: ReservationPrices
     epoch_hours: int = EPOCH_HOURS
+
+    @property
+    def observed_force(self) -> IntA:
+        """Units in force (all terms) in the window's past hours."""
+        return np.asarray(self.force_all[:self.epoch * self.epoch_hours].sum(axis=1), dtype=np.int64)
 
     @property
     def in_force(self) -> int:
@@ -115,12 +121,17 @@ def run_online(policy: OnlinePolicy, window: DemandWindow, prices: ReservationPr
     hours = len(window)
     ne = n_epochs(hours, epoch_hours)
     buys = np.zeros((ne, len(TERMS)), dtype=np.int64)
+    force = np.zeros((hours, len(TERMS)), dtype=np.int64)  # units in force of the purchases so far
     for e in range(ne):
-        view = epoch_view(window, buys, e, prices, epoch_hours)
+        view = epoch_view(window, buys, e, prices, epoch_hours, force)
         got = np.asarray(policy.decide(view), dtype=np.int64)
         if got.shape != (len(TERMS),) or got.min() < 0:
             raise ValueError(f"{policy.name} returned {got!r}; expected {len(TERMS)} non-negative unit counts")
         buys[e] = np.where(view.allowed, got, 0)
+        a = e * epoch_hours
+        for k, n in enumerate(buys[e].tolist()):
+            if n:
+                force[a:a + TERM_HOURS[TERMS[k]], k] += n  # allowed: the term ends inside the window
     return Plan(buys, epoch_hours)
 
 
@@ -138,7 +149,7 @@ def epoch_view(window: DemandWindow, buys: IntA, epoch: int, prices: Reservation
     force_now = force_all[now] if now < hours else np.zeros(len(TERMS), dtype=np.int64)
     soon = min(hours, now + 3 * epoch_hours)
     force_soon = force_all[soon] if soon < hours else np.zeros(len(TERMS), dtype=np.int64)
-    return EpochView(observed=window.observed(now), observed_force=force_all[:now].sum(axis=1),
+    return EpochView(observed=window.observed(now), force_all=force_all,
                      epoch=epoch, epochs=n_epochs(hours, epoch_hours), hours_left=hours - now,
                      force=force_now.astype(np.int64), expiring=np.maximum(force_now - force_soon, 0),
                      allowed=allowed_terms(epoch, hours, prices, epoch_hours), prices=prices,
