@@ -1,19 +1,21 @@
 """The year-long cost-policy evaluation (the issue's acceptance figures) and its speed.
 
 Runs :func:`seedance.costmodel.evaluation.run_evaluation` on every region given (default
-US-CAL-CISO and DE-LU, all of 2023) with run-immediately, peak-aware and hindsight-optimal, and
-prints: absolute energy cost and CO2, % vs run-immediately, the share of the hindsight optimum's
-savings that peak-aware captures, deadline misses, and the forecast error of the span. Baseline
-measured in the same run: ``immediate`` (its cost, CO2 and wall time); every other policy is
-reported as a ratio to it. ``--variant published-day-ahead`` plans with the day-ahead market
-prices as they are published (known up to the end of the next local day from ~13:00), carbon
-still forecast from the past. ``--forecaster NAME`` plans with another registered forecaster (e.g.
-``profile-ridge-blend``, the previous default) for a before/after comparison.
+US-CAL-CISO and DE-LU, all of 2023) with every start-time policy: ``immediate``, the
+``day-ahead-rule`` baseline, ``peak-aware`` (combined score) and its single-objective variants
+``peak-aware-cost`` / ``peak-aware-co2``, and the exact optimum of each objective
+(``optimal-cost``, ``optimal-co2``, ``optimal-score``). Prints absolute energy cost and CO2, the
+ratio to run-immediately, deadline misses, and the share of each objective's optimum saving that
+a policy captures ($ against optimal-cost, CO2 against optimal-co2, score against optimal-score;
+beside it the old measure, $ and CO2 against the combined-score optimum). Baseline measured in
+the same run: ``immediate`` (its cost, CO2 and wall time). ``peak-aware`` plans on the published
+day-ahead prices where the market publishes them (the default ``price_forecaster: auto``);
+``--variant forecast`` plans on past-only price forecasts instead, ``--forecaster NAME`` with
+another registered forecaster.
 
     .venv/bin/python benchmarks/bench_costmodel.py                         # both regions, all 2023
-    .venv/bin/python benchmarks/bench_costmodel.py --variant published-day-ahead
     .venv/bin/python benchmarks/bench_costmodel.py --start-date 2023-07-01   # held-out half
-    .venv/bin/python benchmarks/bench_costmodel.py --forecaster profile-ridge-blend
+    .venv/bin/python benchmarks/bench_costmodel.py --variant forecast        # past-only price forecasts
 """
 
 from __future__ import annotations
