@@ -3,7 +3,7 @@
 Splits (disjoint by construction, :mod:`seedance.reservations.scenarios`): PPO trains on the
 ``train`` split; the percentile baseline's lookback / percentile / term and the online
 algorithm's term are tuned on the ``tune`` split; every figure below is measured on the ``test``
-split only (other scenario seeds, the ``multigpu*`` pod lists no training window came from, PAI
+split only (other scenario seeds, the ``gpushare100`` pod list no training window came from, PAI
 streams of other seeds). Each window: one year of history, then four years evaluated.
 
 Prints per policy the mean / median / worst cost ratio to the hindsight-optimal MILP (the honest
@@ -54,10 +54,10 @@ def main() -> int:
         cfg = TrainConfig(timesteps=args.timesteps, seed=args.seed)
         res = train_ppo(WindowFactory("train").draw, cfg)
         ppo = PpoReservation(res.model)
-        out["training"] = {"config": config_json(cfg), "wall_s": res.wall_s, "episodes": res.episodes,
-                           "mean_return_last_100": res.mean_return_last}
+        out["training"] = {"config": config_json(cfg), "wall_s": res.wall_s, "cpu_s": res.cpu_s,
+                           "episodes": res.episodes, "mean_return_last_100": res.mean_return_last}
         print(f"PPO training: {cfg.timesteps} steps, {res.episodes} episodes, {res.wall_s:.1f} s wall "
-              f"({res.wall_s / 60:.1f} min; shared machine)", flush=True)
+              f"({res.wall_s / 60:.1f} min; shared machine), {res.cpu_s:.1f} s CPU", flush=True)
         if args.save:
             args.save.parent.mkdir(parents=True, exist_ok=True)
             res.model.save(str(args.save))

@@ -64,6 +64,7 @@ class TrainResult:
     wall_s: float
     episodes: int
     mean_return_last: float
+    cpu_s: float = float("nan")
 
 
 def train_ppo(sampler: Sampler, config: TrainConfig = TrainConfig(), epoch_hours: int = EPOCH_HOURS) -> TrainResult:
@@ -80,12 +81,12 @@ def train_ppo(sampler: Sampler, config: TrainConfig = TrainConfig(), epoch_hours
         learning_rate=config.learning_rate, gamma=config.gamma, gae_lambda=config.gae_lambda,
         ent_coef=config.ent_coef, clip_range=config.clip_range, seed=config.seed, device="cpu", verbose=0,
         policy_kwargs={"net_arch": list(config.net_arch)})
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     model.learn(total_timesteps=config.timesteps)
-    wall = time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     rets = env.get_episode_rewards()
     return TrainResult(model=model, config=config, wall_s=wall, episodes=len(rets),
-                       mean_return_last=float(np.mean(rets[-100:])) if rets else float("nan"))
+                       mean_return_last=float(np.mean(rets[-100:])) if rets else float("nan"), cpu_s=cpu)
 
 
 def load_model(path: str | Path) -> Any:

@@ -5,8 +5,11 @@ Three families, each with disjoint train / tune / test members:
 * ``synthetic``: :func:`~seedance.reservations.demand.random_scenario` (growth, seasonality,
   bursts, drops, noise, a synthetic weekly profile); seeds drawn from disjoint ranges.
 * ``trace``: an Alibaba ``openb`` pod list replayed (:func:`~seedance.reservations.demand.demand_from_pods`),
-  scaled and modulated by a random scenario. Training and tuning use the ``default``, ``cpu*``,
-  ``gpushare*`` and ``gpuspec*`` lists; the ``multigpu*`` lists (other job-size mixes) are test only.
+  scaled and modulated by a random scenario. Only the ``default`` and ``gpushare*`` lists have
+  distinct GPU demand (the ``cpu*`` and ``gpuspec*`` lists hold the same GPU pods as ``default``, the
+  ``multigpu*`` lists have no creation or deletion times). Training and tuning draw from
+  ``default``, ``cpu050``, ``cpu200``, ``gpushare20/40/60``, ``gpuspec10/33``; the test split from
+  ``gpushare100``, the one distinct demand shape no training window came from.
 * ``pai``: the PAI-2020-calibrated job stream (:func:`~seedance.reservations.demand.pai_calibrated_demand`),
   scaled and modulated; streams of disjoint seeds for each split.
 
@@ -42,7 +45,7 @@ SEED_BASE = {"train": 0, "tune": 500_000_000, "test": 1_000_000_000}
 TRAIN_TRACES = ("openb_pod_list_default.csv", "openb_pod_list_cpu050.csv", "openb_pod_list_cpu200.csv",
                 "openb_pod_list_gpushare20.csv", "openb_pod_list_gpushare40.csv", "openb_pod_list_gpushare60.csv",
                 "openb_pod_list_gpuspec10.csv", "openb_pod_list_gpuspec33.csv")
-TEST_TRACES = ("openb_pod_list_multigpu20.csv", "openb_pod_list_multigpu30.csv", "openb_pod_list_multigpu50.csv")
+TEST_TRACES = ("openb_pod_list_gpushare100.csv",)
 
 
 def catalog_price_points() -> list[ReservationPrices]:
