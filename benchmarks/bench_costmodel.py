@@ -1,19 +1,21 @@
 """The year-long cost-policy evaluation (the issue's acceptance figures) and its speed.
 
 Runs :func:`seedance.costmodel.evaluation.run_evaluation` on every region given (default
-US-CAL-CISO and DE-LU, all of 2023) with run-immediately, peak-aware and hindsight-optimal, and
-prints: absolute energy cost and CO2, % vs run-immediately, the share of the hindsight optimum's
-savings that peak-aware captures, deadline misses, and the forecast error of the span. Baseline
-measured in the same run: ``immediate`` (its cost, CO2 and wall time); every other policy is
-reported as a ratio to it. ``--variant published-day-ahead`` plans with the day-ahead market
-prices as they are published (known up to the end of the next local day from ~13:00), carbon
-still forecast from the past. ``--forecaster NAME`` plans with another registered forecaster (e.g.
-``profile-ridge-blend``, the previous default) for a before/after comparison.
+US-CAL-CISO and DE-LU, all of 2023) with every start-time policy: ``immediate``, the
+``day-ahead-rule`` baseline, ``peak-aware`` (combined score) and its single-objective variants
+``peak-aware-cost`` / ``peak-aware-co2``, and the exact optimum of each objective
+(``optimal-cost``, ``optimal-co2``, ``optimal-score``). Prints absolute energy cost and CO2, the
+ratio to run-immediately, deadline misses, and the share of each objective's optimum saving that
+a policy captures ($ against optimal-cost, CO2 against optimal-co2, score against optimal-score;
+beside it the old measure, $ and CO2 against the combined-score optimum). Baseline measured in
+the same run: ``immediate`` (its cost, CO2 and wall time). ``peak-aware`` plans on the published
+day-ahead prices where the market publishes them (the default ``price_forecaster: auto``);
+``--variant forecast`` plans on past-only price forecasts instead, ``--forecaster NAME`` with
+another registered forecaster.
 
     .venv/bin/python benchmarks/bench_costmodel.py                         # both regions, all 2023
-    .venv/bin/python benchmarks/bench_costmodel.py --variant published-day-ahead
     .venv/bin/python benchmarks/bench_costmodel.py --start-date 2023-07-01   # held-out half
-    .venv/bin/python benchmarks/bench_costmodel.py --forecaster profile-ridge-blend
+    .venv/bin/python benchmarks/bench_costmodel.py --variant forecast        # past-only price forecasts
 """
 
 from __future__ import annotations
@@ -40,15 +42,16 @@ def main() -> int:
     ap.add_argument("--slack-hours", type=float, default=None)
     ap.add_argument("--capacity-gpus", type=float, default=None)
     ap.add_argument("--config-file", type=Path, default=None, help="Cost policy YAML (default: built-in).")
-    ap.add_argument("--variant", choices=("forecast", "published-day-ahead"), default="forecast",
-                    help="forecast: past data only (default); published-day-ahead: DAM prices as published.")
+    ap.add_argument("--variant", choices=("auto", "forecast", "published-day-ahead"), default="auto",
+                    help="auto: published DA prices where the market publishes them (the default policy); "
+                    "forecast: past data only; published-day-ahead: DAM prices as published.")
     ap.add_argument("--forecaster", default=None,
                     help="Forecaster for both signals (default: the policy's, profile-ridge).")
     ap.add_argument("--json", type=Path, default=None, help="Also write the full payload here.")
     args = ap.parse_args()
     regions = args.region or ["US-CAL-CISO", "DE-LU"]
     policy_file = args.config_file
-    if args.variant == "published-day-ahead" or args.forecaster:
+    if args.variant != "auto" or args.forecaster:
         doc = (CostPolicy() if args.config_file is None else CostPolicy.model_validate(
             yaml.safe_load(args.config_file.read_text()))).model_dump(mode="json")
         if args.forecaster:
@@ -56,6 +59,8 @@ def main() -> int:
             doc["spec"]["forecast"]["options"] = {}
         if args.variant == "published-day-ahead":
             doc["spec"]["forecast"]["price_forecaster"] = "published-day-ahead"
+        elif args.variant == "forecast":
+            doc["spec"]["forecast"]["price_forecaster"] = None
         tmp = Path(tempfile.mkdtemp()) / "policy.yaml"
         tmp.write_text(yaml.safe_dump(doc))
         policy_file = tmp
@@ -73,17 +78,18 @@ def main() -> int:
               f"{w['flexible_jobs']:,} flexible, trace period {w['period_days']:g} d x {w['copies']}")
         rows = [r for r in payload["results"] if r["region"] == reg["region"]]
         base = next(r for r in rows if r["policy"] == "immediate")
-        print(f"{'policy':<18} {'energy cost':>14} {'vs imm.':>8} {'CO2 kg':>12} {'vs imm.':>8} {'flex $':>8} "
-              f"{'flex CO2':>8} {'misses':>6} {'capt. $':>8} {'capt. CO2':>9} {'wall/imm':>9}")
+        print(f"{'policy':<16} {'energy cost':>13} {'vs imm.':>8} {'CO2 kg':>11} {'vs imm.':>8} {'misses':>6} "
+              f"{'capt.$':>7} {'capt.CO2':>8} {'capt.score':>10} {'$ vs S*':>7} {'CO2 vs S*':>9} {'wall/imm':>8}")
+
+        def pc(v: float | None) -> str:
+            return "-" if v is None else f"{v:.1%}"
+
         for r in rows:
-            capt_c = r.get("cost_saving_captured")
-            capt_e = r.get("co2_saving_captured")
-            print(f"{r['policy']:<18} {r['energy_cost']:>14,.2f} {r['energy_cost'] / base['energy_cost']:>8.5f} "
-                  f"{r['co2_kg']:>12,.1f} {r['co2_kg'] / base['co2_kg']:>8.5f} "
-                  f"{r['flexible_cost_vs_immediate_pct']:>+7.2f}% {r['flexible_co2_vs_immediate_pct']:>+7.2f}% "
-                  f"{r['deadline_misses']:>6} {'-' if capt_c is None else f'{capt_c:.1%}':>8} "
-                  f"{'-' if capt_e is None else f'{capt_e:.1%}':>9} "
-                  f"{r['wall_s'] / max(base['wall_s'], 1e-3):>9.0f}")
+            print(f"{r['policy']:<16} {r['energy_cost']:>13,.2f} {r['energy_cost'] / base['energy_cost']:>8.5f} "
+                  f"{r['co2_kg']:>11,.1f} {r['co2_kg'] / base['co2_kg']:>8.5f} {r['deadline_misses']:>6} "
+                  f"{pc(r.get('cost_saving_captured')):>7} {pc(r.get('co2_saving_captured')):>8} "
+                  f"{pc(r.get('score_saving_captured')):>10} {pc(r.get('cost_saving_vs_score_optimum')):>7} "
+                  f"{pc(r.get('co2_saving_vs_score_optimum')):>9} {r['wall_s'] / max(base['wall_s'], 1e-3):>8.0f}")
         for s in reg["forecast_scores"]:
             print(f"  forecast {s['kind']:<6} ({s['forecaster']}): MAE {s['mae']:.2f} {s['unit']} vs seasonal-naive "
                   f"{s['mae_naive']:.2f}; 10-90% band coverage {s['coverage']:.1%} "

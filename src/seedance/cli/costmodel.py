@@ -1,7 +1,8 @@
 """``seedancectl costmodel``: the price- and carbon-aware cost model.
 
 Commands: ``regions`` (which regions have data), ``describe --active`` (the enabled policies'
-weights and signals), ``estimate`` (one training job now vs its best window), ``forecast``
+weights and signals), ``estimate`` (one training job: every GPU x count x market option and its best
+window), ``finetune`` (the whitepaper's fine-tune re-measured), ``forecast``
 (forecast error on held-out months), ``evaluate`` (the year-long policy comparison).
 """
 
@@ -127,16 +128,78 @@ def register(app: typer.Typer) -> None:
         prices: PricesOpt = None,
         carbon: CarbonOpt = None,
         price_tz: PriceTzOpt = None,
+        price_book: Annotated[Path | None, typer.Option(help="Price book YAML merged over the catalog.")] = None,
+        spot_history: Annotated[Path | None, typer.Option(
+            help="Planner: spot prices from this describe-spot-price-history JSON (mean of its last 30 days).")]
+        = None,
+        clouds: Annotated[str | None, typer.Option(help="Planner: clouds to consider, comma-separated.")] = None,
+        markets: Annotated[str, typer.Option(help="Planner: markets (on-demand, spot).")] = "on-demand,spot",
+        with_commitments: Annotated[bool, typer.Option(help="Planner: also cost existing 1-/3-year commitments.")]
+        = False,
+        max_gpus: Annotated[int, typer.Option(help="Planner: most GPUs per option.")] = 64,
+        gpu_mfu: Annotated[list[str] | None, typer.Option(help="Planner: MFU of a GPU, GPU=VALUE (repeatable).")]
+        = None,
+        checkpoint_minutes: Annotated[float, typer.Option(help="Planner: checkpoint interval (spot).")] = 30.0,
+        restart_minutes: Annotated[float, typer.Option(help="Planner: restart time after an interruption.")] = 10.0,
+        assume_interruption: Annotated[float | None, typer.Option(
+            help="Planner: monthly spot interruption share for offers without a known one.")] = None,
+        plan_options: Annotated[bool, typer.Option("--plan/--no-plan", help="Run the job planner too.")] = True,
         output: OutputOpt = Output.table,
     ) -> None:
-        """$ and kgCO2 of a training job run now vs in its best window before the deadline."""
+        """$ and kgCO2 of a training job: every GPU x count x market option, the cheapest feasible one, and
+        the energy window of the given GPU setup."""
+        from seedance.cli.planner_view import parse_mfu, plan_payload, plan_table
         from seedance.costmodel.estimate import TrainingJob, estimate
 
         job = TrainingJob(params=params, tokens=tokens, flops_per_param_token=flops_per_param_token, mfu=mfu,
                           gpu_model=gpu, gpus=gpus, deadline_hours=deadline_hours)
         payload = estimate(job, region=region, policy=_policy(config_file), now=now, prices=prices, carbon=carbon,
                            price_tz=price_tz)
-        emit(payload, output, _estimate_tables(payload))
+        tables = _estimate_tables(payload)
+        if plan_options:
+            from seedance.costmodel.planner import MFU_TABLE, PlanJob, PlannerSettings, plan
+            from seedance.markets.book import market_book
+            from seedance.markets.spot import with_history
+            from seedance.signals.series import parse_utc
+
+            book = with_history(market_book(price_book), spot_history)
+            if clouds:
+                book = book.select(clouds=split_names(clouds))
+            ms = tuple(split_names(markets))
+            for m in ms:
+                if m not in ("on-demand", "spot"):
+                    raise InputError(f"unknown market {m!r}; valid: on-demand, spot (and --with-commitments)",
+                                     source="--markets")
+            settings = PlannerSettings(max_gpus=max_gpus, markets=ms, use_commitments=with_commitments,
+                                       mfu=dict(MFU_TABLE) | parse_mfu(gpu_mfu),
+                                       assume_interruption_per_month=assume_interruption)
+            pj = PlanJob(params=params, tokens=tokens, flops_per_param_token=flops_per_param_token,
+                         deadline_hours=deadline_hours, checkpoint_minutes=checkpoint_minutes,
+                         restart_minutes=restart_minutes, name=job.name)
+            best, opts = plan(pj, book, parse_utc(payload["assumptions"]["now"]), settings)
+            payload["planner"] = plan_payload(best, opts, settings)
+            tables.append(plan_table(payload["planner"], f"{job.name}: every offer x market (cheapest GPU count), "
+                                     "* = chosen"))
+        emit(payload, output, tables)
+
+    @cm.command("finetune")
+    def finetune_cmd(
+        deadline_hours: Annotated[float, typer.Option(help="Finish within this many hours.")] = 24.0,
+        tokens: Annotated[float | None, typer.Option(
+            help="Tokens D (default: sized so the baseline costs the whitepaper's $217.40).")] = None,
+        price_book: Annotated[Path | None, typer.Option(help="Price book YAML merged over the catalog.")] = None,
+        now: Annotated[str, typer.Option(help="Decision time, ISO UTC.")] = "2026-08-01T00:00:00Z",
+        output: OutputOpt = Output.table,
+    ) -> None:
+        """Re-measure the whitepaper's LLaMA-3-8B fine-tune ($217.40 -> $112.90) and attribute the levers."""
+        from seedance.cli.planner_view import finetune_tables
+        from seedance.costmodel.finetune import remeasure
+        from seedance.markets.book import market_book
+        from seedance.signals.series import parse_utc
+
+        r = remeasure(market_book(price_book), now=parse_utc(now, source="--now"), deadline_hours=deadline_hours,
+                      tokens=tokens)
+        emit(r, output, finetune_tables(r))
 
     @cm.command("forecast")
     def forecast_cmd(
@@ -174,7 +237,7 @@ def register(app: typer.Typer) -> None:
     def evaluate(
         region: Annotated[str, typer.Option(help="Regions, comma-separated.")] = "US-CAL-CISO,DE-LU",
         policy: Annotated[str, typer.Option(help="Schedule policies, comma-separated.")]
-        = "immediate,peak-aware,hindsight-optimal",
+        = "immediate,day-ahead-rule,peak-aware,peak-aware-cost,peak-aware-co2,optimal-cost,optimal-co2,optimal-score",
         config_file: ConfigOpt = None,
         prices: PricesOpt = None,
         carbon: CarbonOpt = None,
@@ -190,7 +253,7 @@ def register(app: typer.Typer) -> None:
         output: OutputOpt = Output.table,
         out: Annotated[Path | None, typer.Option(help="Also write the output to this file.")] = None,
     ) -> None:
-        """Compare run-immediately, peak-aware (forecasts only) and the hindsight optimum over a year."""
+        """Compare run-immediately, the day-ahead rule, peak-aware and each objective's exact optimum over a year."""
         from seedance.costmodel.evaluation import render_table, run_evaluation
 
         err = Console(stderr=True)

@@ -38,6 +38,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "seedance.cli.privacy",
     "seedance.cli.cost",
     "seedance.cli.telemetry",
+    "seedance.cli.reserve",
+    "seedance.cli.markets",
 )
 
 EXIT_BAD_INPUT = 2

@@ -107,7 +107,8 @@ def register(app: typer.Typer) -> None:
         region: Annotated[
             str | None,
             typer.Option(
-                help="Replay: energy evaluation (immediate, peak-aware, hindsight-optimal) in these regions, "
+                help="Replay: energy evaluation (immediate, day-ahead-rule, peak-aware, optimal-cost/-co2/-score) "
+                "in these regions, "
                 "comma-separated (docs/costmodel.md)."
             ),
         ] = None,
@@ -194,11 +195,11 @@ def _energy(
     output: Output,
     out: Path | None,
 ) -> None:
-    from seedance.costmodel.evaluation import render_table, run_evaluation
+    from seedance.costmodel.evaluation import DEFAULT_POLICIES, render_table, run_evaluation
 
     names = split_names(policy)
-    if names == split_names(PAPER_POLICIES):  # the default list: compare the three energy policies
-        names = ["immediate", "peak-aware", "hindsight-optimal"]
+    if names == split_names(PAPER_POLICIES):  # the default list: every energy policy and the three optima
+        names = list(DEFAULT_POLICIES)
     if pods is not None and len(pods) != 1:
         raise InputError("give one pod list with --region", source="--pods")
     payload = run_evaluation(

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from seedance.core.errors import InputError
 from seedance.core.registry import Registry
+from seedance.core.yamldoc import line_of as _line_of
 from seedance.costmodel.energy import CarbonAccounting, EnergyModel
 from seedance.costmodel.score import Weights
 
@@ -94,7 +95,9 @@ class ForecastSpec(_Model):
 
     forecaster: str = Field(default="profile-ridge", description="Registered forecaster name.")
     price_forecaster: str | None = Field(
-        default=None, description="Forecaster for prices only (e.g. published-day-ahead); default: forecaster.")
+        default="auto", description="Forecaster for prices only: auto (the published day-ahead prices where the "
+        "market publishes them, else forecaster), a forecaster name (e.g. published-day-ahead), or null "
+        "(= forecaster).")
     horizon_hours: int = Field(default=48, ge=1, le=24 * 14, description="Forecast horizon (hours).")
     quantiles: tuple[float, ...] = Field(default=(0.1, 0.5, 0.9), description="Quantile levels reported.")
     options: dict[str, float | int] = Field(default_factory=dict, description="Forecaster options.")
@@ -104,7 +107,7 @@ class ForecastSpec(_Model):
     def _known(cls, v: str | None) -> str | None:
         from seedance.signals.forecast import FORECASTERS
 
-        if v is not None and v not in FORECASTERS:
+        if v is not None and v != "auto" and v not in FORECASTERS:
             raise ValueError(f"unknown forecaster {v!r}; valid names: {', '.join(FORECASTERS.names())}")
         return v
 
@@ -270,28 +273,6 @@ class ElectricityPricing(CostPlugin):
             "forecaster": s.forecast.forecaster, "horizon_hours": s.forecast.horizon_hours,
             "energy": s.energy.model_dump(),
         }
-
-
-def _line_of(node: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
-    """1-based line of the YAML node at path ``loc`` (the deepest existing one)."""
-    line = node.start_mark.line + 1 if node is not None else None
-    for key in loc:
-        if isinstance(node, yaml.MappingNode):
-            nxt = None
-            for k, v in node.value:
-                if isinstance(k, yaml.ScalarNode) and k.value == str(key):
-                    line = k.start_mark.line + 1
-                    nxt = v
-                    break
-            if nxt is None:
-                return line
-            node = nxt
-        elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
-            node = node.value[key]
-            line = node.start_mark.line + 1
-        else:
-            return line
-    return line
 
 
 def parse_policy(text: str, *, source: str = "policy") -> CostPolicy:

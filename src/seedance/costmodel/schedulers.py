@@ -15,17 +15,24 @@ NOTE(seedance): the rules every policy shares, once.
     data only) and starts the job when its best window begins within the hour, or when its
     latest start arrives; waiting jobs are tried in :func:`~seedance.costmodel.deferral.reorder`
     order (regret first, tier shares guaranteed).
+  * ``peak-aware`` plans on the day-ahead prices *as published* where the market publishes them
+    (the policy's ``price_forecaster: auto``), the past-only forecaster beyond them and for carbon.
+  * ``day-ahead-rule`` is the simple baseline: every hour, each waiting job goes to the start with
+    the lowest *energy cost* on the published day-ahead prices (same hour of the last published day
+    beyond them), carbon ignored; it starts when that start falls within the hour.
   * ``hindsight-optimal`` knows the actual signals and minimises the same score over all flexible
     jobs at once: an assignment LP (one variable per job and candidate start) with capacity rows
     where capacity can bind, solved by OR-Tools (GLOP when no row binds, which makes the LP
-    integral; SCIP as a MIP otherwise).
+    integral; SCIP as a MIP otherwise). ``optimal-score`` is the same; ``optimal-cost`` and
+    ``optimal-co2`` solve the same program for energy cost alone and for emissions alone (the
+    exact optimum of each single objective, so a capture figure compares like with like).
 """
 
 from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -134,6 +141,8 @@ class ScheduleContext:
         tiers: SLA tiers.
         capacity_gpus: GPU capacity per hour, or ``None``.
         forecasts: Hourly forecasts for online policies.
+        day_ahead: Forecasts of the ``day-ahead-rule`` baseline (published day-ahead prices,
+            seasonal naive beyond; carbon unused).
         mip_time_limit_s: Time limit of the MIP when capacity binds.
     """
 
@@ -143,6 +152,7 @@ class ScheduleContext:
     tiers: TierConfig = DEFAULT_TIER_CONFIG
     capacity_gpus: float | None = None
     forecasts: PlannerForecasts | None = None
+    day_ahead: PlannerForecasts | None = None
     mip_time_limit_s: float = 300.0
 
     def ledger(self) -> CapacityLedger:
@@ -181,6 +191,20 @@ class SchedulePolicy(ABC):
 
 
 SCHEDULE_POLICIES: Registry[type[SchedulePolicy]] = Registry("schedule policy")
+
+OBJECTIVES: tuple[str, ...] = ("score", "cost", "co2")
+
+
+def objective_weights(weights: Weights, objective: str) -> Weights:
+    """``weights`` reduced to one objective: ``score`` (unchanged), ``cost`` (energy cost only) or
+    ``co2`` (emissions only, 1 per tonne); the deferral limits are kept."""
+    if objective == "score":
+        return weights
+    if objective == "cost":
+        return replace(weights, price=1.0, carbon=0.0, delay=0.0, min_gain=0.0)
+    if objective == "co2":
+        return replace(weights, price=0.0, carbon=1.0, carbon_price_per_tonne=1.0, delay=0.0, min_gain=0.0)
+    raise InputError(f"unknown objective {objective!r}; valid: {', '.join(OBJECTIVES)}", field="objective")
 
 
 def place_inflexible(ctx: ScheduleContext, deferrable: NDArray[np.bool_]) -> tuple[FloatA, CapacityLedger]:
@@ -235,11 +259,17 @@ class PeakAware(SchedulePolicy):
     """Online: defer flexible jobs to their best forecast window (price + carbon + delay)."""
 
     name = "peak-aware"
-    summary = "hourly re-planning of waiting jobs against day-ahead forecasts (past data only)"
+    summary = "hourly re-planning of waiting jobs on published day-ahead prices and forecasts"
+
+    def planning(self, ctx: ScheduleContext) -> ScheduleContext:
+        """The context this policy plans in (its forecasts and weights)."""
+        if ctx.forecasts is None:
+            raise InputError(f"{self.name} needs forecasts", source=self.name)
+        return ctx
 
     def schedule(self, ctx: ScheduleContext) -> Schedule:
-        if ctx.forecasts is None:
-            raise InputError("peak-aware needs forecasts", source="peak-aware")
+        ctx = self.planning(ctx)
+        assert ctx.forecasts is not None
         w = ctx.workload
         flex = deferrable_mask(ctx)
         starts, ledger = place_inflexible(ctx, flex)
@@ -303,6 +333,45 @@ class PeakAware(SchedulePolicy):
         return np.array(sorted(still, key=lambda j: (w.arrival[j], j)), dtype=np.int64)
 
 
+@SCHEDULE_POLICIES.register("peak-aware-cost")
+class PeakAwareCost(PeakAware):
+    """``peak-aware`` planning for energy cost alone (same signals and rule, carbon and delay off)."""
+
+    name = "peak-aware-cost"
+    summary = "peak-aware planning for energy cost alone"
+
+    def planning(self, ctx: ScheduleContext) -> ScheduleContext:
+        return replace(super().planning(ctx), weights=objective_weights(ctx.weights, "cost"))
+
+
+@SCHEDULE_POLICIES.register("peak-aware-co2")
+class PeakAwareCo2(PeakAware):
+    """``peak-aware`` planning for emissions alone (same signals and rule, price and delay off)."""
+
+    name = "peak-aware-co2"
+    summary = "peak-aware planning for emissions alone"
+
+    def planning(self, ctx: ScheduleContext) -> ScheduleContext:
+        return replace(super().planning(ctx), weights=objective_weights(ctx.weights, "co2"))
+
+
+@SCHEDULE_POLICIES.register("day-ahead-rule", aliases=("dam-rule",))
+class DayAheadRule(PeakAware):
+    """Baseline: every hour, the cheapest start on the published day-ahead prices (energy cost only).
+
+    Beyond the published hours it assumes the last published day repeats (seasonal naive); it
+    never looks at carbon. Same constraints and start rule as ``peak-aware``.
+    """
+
+    name = "day-ahead-rule"
+    summary = "hourly re-planning on published day-ahead prices, energy cost only"
+
+    def planning(self, ctx: ScheduleContext) -> ScheduleContext:
+        if ctx.day_ahead is None:
+            raise InputError("day-ahead-rule needs the published day-ahead prices", source=self.name)
+        return replace(ctx, forecasts=ctx.day_ahead, weights=objective_weights(ctx.weights, "cost"))
+
+
 @SCHEDULE_POLICIES.register("hindsight-optimal", aliases=("optimal", "oracle"))
 class HindsightOptimal(SchedulePolicy):
     """Perfect knowledge of the actual signals: the minimum-score schedule (OR-Tools LP/MIP).
@@ -315,9 +384,11 @@ class HindsightOptimal(SchedulePolicy):
 
     name = "hindsight-optimal"
     summary = "assignment LP/MIP over every flexible job's candidate starts with the actual signals"
+    objective: ClassVar[str] = "score"
     block_jobs = 2000
 
     def schedule(self, ctx: ScheduleContext) -> Schedule:
+        ctx = replace(ctx, weights=objective_weights(ctx.weights, self.objective))
         w = ctx.workload
         flex = deferrable_mask(ctx)
         starts, ledger = place_inflexible(ctx, flex)
@@ -344,7 +415,8 @@ class HindsightOptimal(SchedulePolicy):
         for block, block_rows in self._blocks(len(jobs), rows):
             self._solve(block, block_rows, wc.score, valid, w.gpus[jobs], choice, stats, ctx.mip_time_limit_s)
         starts[jobs] = cand[np.arange(len(jobs)), choice]
-        info = {"solver": "+".join(sorted(stats["solvers"])), "status": stats["status"], "blocks": stats["blocks"],
+        info = {"objective": self.objective, "solver": "+".join(sorted(stats["solvers"])), "status": stats["status"],
+                "blocks": stats["blocks"],
                 "variables": int(valid.sum()), "jobs": len(jobs), "capacity_rows": len(rows),
                 "fractional_jobs": stats["fractional_jobs"], "solve_s": round(time.perf_counter() - t0, 3)}
         if rows:
@@ -443,6 +515,33 @@ class HindsightOptimal(SchedulePolicy):
                 potential[b] += g
         free = ctx.capacity_gpus - ledger.load
         return [(float(free[b]), members[b]) for b in sorted(members) if potential[b] > free[b] + 1e-9]
+
+
+@SCHEDULE_POLICIES.register("optimal-score")
+class OptimalScore(HindsightOptimal):
+    """The exact minimum of the policy's combined score (the same program as hindsight-optimal)."""
+
+    name = "optimal-score"
+    summary = "exact minimum of the combined score (price + carbon + delay) with the actual signals"
+    objective = "score"
+
+
+@SCHEDULE_POLICIES.register("optimal-cost", aliases=("optimal-$",))
+class OptimalCost(HindsightOptimal):
+    """The exact minimum of the flexible jobs' energy cost alone (same constraints)."""
+
+    name = "optimal-cost"
+    summary = "exact minimum of energy cost alone with the actual signals"
+    objective = "cost"
+
+
+@SCHEDULE_POLICIES.register("optimal-co2", aliases=("optimal-carbon",))
+class OptimalCo2(HindsightOptimal):
+    """The exact minimum of the flexible jobs' emissions alone (same constraints)."""
+
+    name = "optimal-co2"
+    summary = "exact minimum of emissions alone with the actual signals"
+    objective = "co2"
 
 
 def _gap(solver: Any) -> float | None:

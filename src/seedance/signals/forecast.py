@@ -552,17 +552,18 @@ class PublishedDayAhead(Forecaster):
             region's entry in :data:`DAY_AHEAD_PUBLICATION`).
         timezone: The market's IANA timezone (default: likewise).
         calibration_days: Days of past errors behind the quantiles of ``base``.
+        base_options: Options of the base forecaster.
     """
 
     name = "published-day-ahead"
     summary = "published day-ahead market prices where known, the base forecaster beyond"
 
     def __init__(self, base: str = "profile-ridge", publish_hour: float | None = None, timezone: str | None = None,
-                 calibration_days: int = 28) -> None:
+                 calibration_days: int = 28, base_options: dict[str, Any] | None = None) -> None:
         super().__init__(calibration_days)
         if base == self.name:
             raise InputError("base must be another forecaster", source="forecast.options")
-        self.base = make_forecaster(base, calibration_days=calibration_days)
+        self.base = make_forecaster(base, calibration_days=calibration_days, **(base_options or {}))
         self.publish_hour = publish_hour
         self.timezone = timezone
 

@@ -1,0 +1,113 @@
+"""The reservation engine's acceptance figures: PPO against every baseline and the hindsight MILP.
+
+Splits (disjoint by construction, :mod:`seedance.reservations.scenarios`): PPO trains on the
+``train`` split; the percentile baseline's lookback / percentile / term and the online
+algorithm's term are tuned on the ``tune`` split; every figure below is measured on the ``test``
+split only (other scenario seeds, the ``gpushare100`` pod list no training window came from, PAI
+streams of other seeds). Each window: one year of history, then four years evaluated.
+
+Prints per policy the mean / median / worst cost ratio to the hindsight-optimal MILP (the honest
+bound) and the savings against no reservation as a share of the total bill, per family too; the
+training wall time (run it under ``flock /tmp/seedance-bench.lock`` for a figure to report);
+the baseline measured in the same run is ``none`` (all on demand).
+
+    .venv/bin/python benchmarks/bench_reservations.py --timesteps 250000 --test 30 --tune 24 \
+        --save report/reservations-ppo.zip
+    .venv/bin/python benchmarks/bench_reservations.py --policy report/reservations-ppo.zip   # evaluate only
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from seedance.reservations.accounting import simulate_plan
+from seedance.reservations.engine import run_policy, tune_online, tune_percentile
+from seedance.reservations.milp import hindsight_optimal
+from seedance.reservations.policies import BestFixed, NoReservation, OnlineBreakEven, Percentile
+from seedance.reservations.ppo import PpoReservation, TrainConfig, config_json, train_ppo
+from seedance.reservations.scenarios import WindowFactory
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--timesteps", type=int, default=TrainConfig().timesteps)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--test", type=int, default=30, help="Test windows (families in turn).")
+    ap.add_argument("--tune", type=int, default=24, help="Tuning windows for the baselines.")
+    ap.add_argument("--policy", type=Path, default=None, help="Evaluate this saved PPO policy instead of training.")
+    ap.add_argument("--save", type=Path, default=None, help="Save the trained PPO policy here.")
+    ap.add_argument("--json", type=Path, default=None, help="Also write every figure here.")
+    args = ap.parse_args()
+    out: dict[str, Any] = {}
+    t0 = time.perf_counter()
+    if args.policy:
+        ppo = PpoReservation(path=args.policy)
+        out["training"] = {"policy_file": str(args.policy)}
+    else:
+        cfg = TrainConfig(timesteps=args.timesteps, seed=args.seed)
+        res = train_ppo(WindowFactory("train").draw, cfg)
+        ppo = PpoReservation(res.model)
+        out["training"] = {"config": config_json(cfg), "wall_s": res.wall_s, "cpu_s": res.cpu_s,
+                           "episodes": res.episodes, "mean_return_last_100": res.mean_return_last}
+        print(f"PPO training: {cfg.timesteps} steps, {res.episodes} episodes, {res.wall_s:.1f} s wall "
+              f"({res.wall_s / 60:.1f} min; shared machine), {res.cpu_s:.1f} s CPU", flush=True)
+        if args.save:
+            args.save.parent.mkdir(parents=True, exist_ok=True)
+            res.model.save(str(args.save))
+    tune = WindowFactory("tune").fixed(args.tune)
+    t1 = time.perf_counter()
+    pct, pct_rows = tune_percentile(tune)
+    onl, onl_rows = tune_online(tune)
+    out["tuning"] = {"percentile": pct.describe(), "online": onl.describe(), "percentile_grid": pct_rows,
+                     "online_grid": onl_rows, "wall_s": time.perf_counter() - t1}
+    print(f"tuned on {len(tune)} tune windows: percentile {pct.describe()}, online {onl.describe()}", flush=True)
+    policies = {"none": NoReservation(), "percentile (AWS default: 30 d, lookback-optimal)": Percentile(30.0),
+                "percentile (tuned)": pct, "online (Wang et al., 1y)": OnlineBreakEven("1y"),
+                "online (tuned term)": onl, "best-fixed (hindsight)": BestFixed(), "ppo": ppo}
+    test = WindowFactory("test").fixed(args.test)
+    rows: list[dict[str, Any]] = []
+    for i, (w, p) in enumerate(test):
+        milp = hindsight_optimal(w, p)
+        opt = float(simulate_plan(milp.plan, w, p).cost.sum())
+        row: dict[str, Any] = {"window": w.label, "family": w.label.split(":")[0], "prices": p.label,
+                               "optimal": opt, "milp_status": milp.status, "milp_s": milp.solve_s}
+        for name, pol in policies.items():
+            r = run_policy(pol, w, p)
+            row[name] = r.total_cost
+        rows.append(row)
+        print(f"  test window {i + 1}/{len(test)} {row['family']}: ppo/opt {row['ppo'] / opt:.4f}, "
+              f"tuned percentile/opt {row['percentile (tuned)'] / opt:.4f}", flush=True)
+    out["test"] = rows
+    print(f"\nheld-out test windows: {len(rows)} ({', '.join(sorted({r['family'] for r in rows}))}); "
+          f"4-year windows, monthly decisions; ratio = policy cost / hindsight-optimal MILP cost")
+    print(f"{'policy':<50} {'mean':>7} {'median':>7} {'worst':>7} {'saves vs none (share of bill)':>30}")
+    summary = {}
+    for name in policies:
+        ratio = np.array([r[name] / r["optimal"] for r in rows])
+        saving = np.array([1 - r[name] / r["none"] for r in rows])
+        summary[name] = {"mean": float(ratio.mean()), "median": float(np.median(ratio)), "worst": float(ratio.max()),
+                         "saving_share_mean": float(saving.mean())}
+        print(f"{name:<50} {ratio.mean():>7.4f} {np.median(ratio):>7.4f} {ratio.max():>7.4f} {saving.mean():>29.1%}")
+    opt_saving = float(np.mean([1 - r["optimal"] / r["none"] for r in rows]))
+    print(f"{'hindsight-optimal (MILP)':<50} {1.0:>7.4f} {1.0:>7.4f} {1.0:>7.4f} {opt_saving:>29.1%}")
+    for fam in sorted({r["family"] for r in rows}):
+        sub = [r for r in rows if r["family"] == fam]
+        print(f"  {fam}: " + ", ".join(f"{n.split(' ')[0]} {np.mean([r[n] / r['optimal'] for r in sub]):.4f}"
+                                       for n in policies))
+    out["summary"] = summary
+    out["wall_s"] = time.perf_counter() - t0
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(out, indent=2, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
