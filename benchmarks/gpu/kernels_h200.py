@@ -136,7 +136,7 @@ def ffn(out: Path) -> dict[str, Any]:
 def models(out: Path, budget_s: float) -> dict[str, Any]:
     from seedance.kernels.bench import BenchOptions, run_bench
 
-    doc = run_bench(BenchOptions(device="cuda", dtype="bfloat16", batches=(1, 8, 32), runs=100, warmup=10),
+    doc = run_bench(BenchOptions(device="cuda", dtype="bfloat16", batches=(1, 8, 32), runs=30, warmup=5),
                     progress=lambda s: print(s, flush=True))
     doc["command"] = "benchmarks/gpu/kernels_h200.py (seedance.kernels.bench, device cuda, bfloat16)"
     (out / "profile.json").write_text(json.dumps(doc, indent=2))
@@ -146,7 +146,7 @@ def models(out: Path, budget_s: float) -> dict[str, Any]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True)
-    ap.add_argument("--budget-s", type=float, default=480)
+    ap.add_argument("--budget-s", type=float, default=240)
     args = ap.parse_args()
     import torch
 

@@ -88,3 +88,16 @@ def test_gpu_suite_reports_not_run_without_a_gpu(tmp_path: Path) -> None:
     assert parts[0] == "isolation" and len(parts) == len(set(parts))
     assert results[0]["status"] == "not run" and "no NVIDIA GPU" in results[0]["detail"]
     assert all(r["status"] == "not run" for r in results), results
+
+
+def test_gpu_suite_fits_one_device_call() -> None:
+    """The parts' budgets (plus the runner's 30 s grace of the last part) fit one 600 s device call."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("gpu_run_all", GPU / "run_all.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    budgets = [budget for _, _, budget in mod.PARTS]
+    assert sum(budgets) <= 570.0, budgets
+    assert all(b > 0 for b in budgets)
