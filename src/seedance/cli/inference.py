@@ -57,6 +57,8 @@ def _table(payload: dict[str, Any]) -> None:
             "tpot_ms_p99", "peak_kv_mib", "preemptions", "meets_slo"]
     if any("capacity_rps" in r for r in payload["results"]):
         cols += ["capacity_rps", "capacity_rate_scale"]
+    if any("tuned_options" in r for r in payload["results"]):
+        cols += ["default_capacity_rps", "tuned_options"]
     setup = payload["setup"]
     slo = setup["slo"]
     table = Table(title=(
@@ -112,6 +114,9 @@ def register(app: typer.Typer) -> None:
         tpot_ms: Annotated[float, typer.Option(help="SLO: TPOT target (ms).")] = 200.0,
         slo_quantile: Annotated[float, typer.Option(help="SLO percentile for the run-level check.")] = 99.0,
         capacity: Annotated[bool, typer.Option(help="Also search each batcher's SLO capacity.")] = False,
+        tune_baselines: Annotated[bool, typer.Option(
+            help="With --capacity: sweep each baseline's knobs; report tuned_options and the tuned capacity_rps.")]
+        = False,
         duration_s: Annotated[float | None, typer.Option(help="Replay only this many seconds of the trace.")] = None,
         history_s: Annotated[float, typer.Option(help="Seconds at the start used as history only.")] = 0.0,
         batcher_option: Annotated[
@@ -152,7 +157,7 @@ def register(app: typer.Typer) -> None:
         )
         opts_by_canonical = {BATCHERS.get(k).name: v for k, v in opts.items()}
         payload, runs = compare(exp, names, rate_scale=rate_scale, capacity=capacity,
-                                options=opts_by_canonical, router=router)
+                                options=opts_by_canonical, router=router, tune_baselines=tune_baselines)
         text = dumps(payload)
         if out is not None:
             write_text(out, text)

@@ -24,6 +24,7 @@ from seedance.inference.model import get_model
 from seedance.inference.perf import load_step_times
 from seedance.inference.sim import ServingRun, ServingSimulator
 from seedance.inference.trace import RequestTrace
+from seedance.inference.tuning import BASELINE_GRIDS, TuningResult, slo_token_budget, tune
 
 WHITEPAPER_SOURCE = "Seedance 2.0 whitepaper §2.1 (../shared/spec/seedance-2.0-whitepaper.zh.txt): a claim"
 WHITEPAPER_CLAIM: dict[str, float] = {
@@ -112,6 +113,8 @@ class Experiment:
         row = summarize(run, self.slo)
         row["rate_scale"] = round(rate_scale, 6)
         row["router"] = sim.router.name
+        if run.step_model_error is not None:
+            row["step_model_error"] = run.step_model_error
         if run.delta_seen is not None:
             row["delta_min"], row["delta_max"] = (round(x, 4) for x in run.delta_seen)
         return row, run
@@ -121,6 +124,20 @@ class Experiment:
         """The highest rate scale at which ``policy`` keeps the SLO (see :mod:`capacity`)."""
         return slo_capacity(lambda s: self.simulate(policy, s, options=options, router=router)[0],
                             start=start, tol=tol)
+
+    def tune(self, policy: str, *, options: dict[str, Any] | None = None, router: str | None = None,
+             start: float = 1.0, tol: float = 0.02) -> TuningResult:
+        """Sweep ``policy``'s knobs (:data:`BASELINE_GRIDS`) for the highest SLO capacity."""
+        import seedance.inference.batchers  # noqa: F401  (registers the built-in batchers)
+        from seedance.inference.batchers.base import BATCHERS, resolve_options
+
+        cls = BATCHERS.get(policy)
+        defaults = resolve_options(cls, options)
+        extra = {"max_num_batched_tokens": (slo_token_budget(self.step, self.slo.tpot_ms),)} \
+            if policy == "continuous-chunked" else None
+        return tune(cls.name, defaults,
+                    lambda o, s0: self.capacity(policy, start=s0, tol=tol, options=o, router=router),
+                    extra=extra, start=start)
 
     def describe(self) -> dict[str, Any]:
         """The setup, for reports."""
@@ -141,7 +158,7 @@ class Experiment:
 
 def compare(
     exp: Experiment, policies: Sequence[str], *, rate_scale: float | None = None, capacity: bool = False,
-    options: dict[str, dict[str, Any]] | None = None, router: str | None = None,
+    options: dict[str, dict[str, Any]] | None = None, router: str | None = None, tune_baselines: bool = False,
 ) -> tuple[dict[str, Any], list[ServingRun]]:
     """Run ``policies`` at one load (and optionally search each one's SLO capacity).
 
@@ -150,6 +167,9 @@ def compare(
             still keeps the SLO, found by :meth:`Experiment.capacity`.
         capacity: Also search every policy's SLO capacity (``capacity_rps``, ``capacity_rate_scale``).
         options: Batcher options per policy name.
+        tune_baselines: With ``capacity``: sweep every baseline's knobs (:mod:`tuning`) and report
+            the tuned setting (``tuned_options``, ``capacity_rps``) beside the default
+            (``default_capacity_rps``); the row at the load uses the tuned setting.
 
     Returns:
         ``(payload, runs)``: ``payload["results"]`` holds one row per policy, ``payload["setup"]``
@@ -167,10 +187,18 @@ def compare(
     rows: list[dict[str, Any]] = []
     runs: list[ServingRun] = []
     for p in policies:
-        row, run = exp.simulate(p, rate_scale, options=opts.get(p), router=router)
+        tuned = None
+        if capacity and tune_baselines and p in BASELINE_GRIDS:
+            tuned = exp.tune(p, options=opts.get(p), router=router, start=rate_scale)
+        p_opts = tuned.tuned_options if tuned is not None else opts.get(p)
+        row, run = exp.simulate(p, rate_scale, options=p_opts, router=router)
         if capacity:
-            cap = static_cap if (p == "static" and static_cap is not None) else exp.capacity(
-                p, start=rate_scale, options=opts.get(p), router=router)
+            if tuned is not None:
+                cap = tuned.tuned
+            elif p == "static" and static_cap is not None:
+                cap = static_cap
+            else:
+                cap = exp.capacity(p, start=rate_scale, options=opts.get(p), router=router)
             c_row = cap.row or {}
             row["capacity_rate_scale"] = round(cap.rate_scale, 6)
             row["capacity_rps"] = c_row.get("goodput_rps", 0.0)
@@ -178,6 +206,8 @@ def compare(
             row["capacity_tpot_ms_p99"] = c_row.get("tpot_ms_p99")
             row["capacity_peak_kv_mib"] = c_row.get("peak_kv_mib")
             row["capacity_runs"] = len(cap.tried)
+            if tuned is not None:
+                row.update(tuned.as_row(lambda c: (c.row or {}).get("goodput_rps", 0.0)))
         rows.append(row)
         runs.append(run)
     setup = exp.describe()

@@ -94,6 +94,7 @@ class ServingRun:
     pools: tuple[int, ...]
     kv_pool_mib: float
     delta_seen: tuple[float, float] | None = None
+    step_model_error: dict[str, float | int] | None = None
 
 
 class _Replica:
@@ -101,7 +102,7 @@ class _Replica:
 
     __slots__ = (
         "batcher", "busy", "counter", "decoding", "heap", "held", "idx", "kv_end", "kv_start", "pad_b",
-        "mem_t", "mem_v", "pad_len", "pool", "prefilling", "queue", "res", "span_b", "span_k0", "span_n",
+        "mem_t", "mem_v", "obs", "pad_len", "pool", "prefilling", "queue", "res", "span_b", "span_k0", "span_n",
         "span_t0", "sumbase", "sumq", "t_end", "timer", "view", "wake_seq",
     )
 
@@ -131,6 +132,7 @@ class _Replica:
         self.kv_end = 0.0
         self.pad_b = 0
         self.pad_len = 0
+        self.obs: tuple[int, float, int, float] = (0, 0.0, 0, 0.0)  # the running iteration's shape
         self.mem_t: list[float] = []  # KV MiB held: linear between consecutive points
         self.mem_v: list[float] = []
 
@@ -242,6 +244,9 @@ class ServingSimulator:
         left = (self.state != DONE) & (self.state != DROPPED)
         self.state[left] = DROPPED  # never served: a batcher kept them waiting to the end
         seen = (self._delta_lo, self._delta_hi) if self._delta_lo <= self._delta_hi else None
+        models = [r.batcher.step_model for r in self.replicas  # type: ignore[attr-defined]
+                  if getattr(r.batcher, "opts", {}).get("step_model") == "online"]
+        step_err = models[0].merge_errors(models[1:]) if models else None
         return ServingRun(
             policy=self.policy, trace=self.trace.source, arrival=self.book.arrival, prompt=self.book.prompt,
             output=self._gen, predicted=self.book.predicted, baseline_pred=self.baseline_pred,
@@ -249,7 +254,7 @@ class ServingSimulator:
             preemptions=self.preempt, mem_t=mem_t, mem_mib=mem_v, replica_peak_mib=peaks,
             iterations=self._iterations,
             events=self.loop.processed, wall_s=time.perf_counter() - t0, pools=self.pools.replicas,
-            kv_pool_mib=self.budget.total_mib, delta_seen=seen,
+            kv_pool_mib=self.budget.total_mib, delta_seen=seen, step_model_error=step_err,
         )
 
     # ------------------------------------------------------------- arrivals
@@ -449,7 +454,9 @@ class ServingSimulator:
             self._preempt(rep, now, 1)
             decode = bool(rep.decoding)
         b = len(rep.decoding) if decode else 0
-        ms = self.step.iteration_ms(tokens, sq, b, b * rep.counter + rep.sumbase if b else 0)
+        kv = b * rep.counter + rep.sumbase if b else 0
+        ms = self.step.iteration_ms(tokens, sq, b, kv)
+        rep.obs = (tokens, sq, b, float(kv))
         rep.span_n = 1 if decode else 0
         self._iterations += 1
         rep.kv_start = self._kv_mib(rep, 0)
@@ -461,6 +468,7 @@ class ServingSimulator:
 
     def _finish_iteration(self, rep: _Replica, now: float) -> None:
         book = self.book
+        rep.batcher.observe_iteration(*rep.obs, (now - rep.span_t0) * 1000.0)
         if rep.span_n:
             rep.counter += 1
             self._complete_due(rep, now)
@@ -546,6 +554,10 @@ class ServingSimulator:
         self._schedule(rep, rep.span_t0 + self.step.decode_span_ms(rep.span_b, rep.span_k0, n) / 1000.0)
 
     def _finish_span(self, rep: _Replica, now: float) -> None:
+        n = rep.span_n
+        if n > 0 and not self.request_level:
+            rep.batcher.observe_iteration(0, 0.0, rep.span_b, rep.span_k0 + rep.span_b * (n - 1) / 2.0,
+                                          (now - rep.span_t0) * 1000.0 / n)
         self._iterations += rep.span_n
         rep.counter += rep.span_n
         rep.kv_start = rep.kv_end

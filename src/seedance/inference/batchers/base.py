@@ -186,6 +186,12 @@ class Batcher(ABC):
         ``history`` holds only requests seen before the run's first arrival."""
         return None
 
+    def observe_iteration(self, prefill_tokens: int, sq_tokens: float, decoders: int, kv_tokens: float,
+                          ms: float) -> None:
+        """Called by the engine after each iteration it ran with its measured duration (a span of
+        pure decode steps: once, with its mean step). Default: ignored."""
+        return
+
     def victims(self, view: ReplicaView, blocks_needed: int) -> list[int]:
         """Called when the next decode step needs ``blocks_needed`` more blocks than are free;
         returns running requests to preempt (recompute later). Default: newest arrival first, as
