@@ -133,7 +133,7 @@ class Experiment:
 
         cls = BATCHERS.get(policy)
         defaults = resolve_options(cls, options)
-        extra = {"max_num_batched_tokens": (slo_token_budget(self.step, self.slo.tpot_ms),)} \
+        extra: dict[str, tuple[float, ...]] | None = {"max_num_batched_tokens": (slo_token_budget(self.step, self.slo.tpot_ms),)} \
             if policy == "continuous-chunked" else None
         return tune(cls.name, defaults,
                     lambda o, s0: self.capacity(policy, start=s0, tol=tol, options=o, router=router),
