@@ -133,8 +133,9 @@ class Experiment:
 
         cls = BATCHERS.get(policy)
         defaults = resolve_options(cls, options)
-        extra: dict[str, tuple[float, ...]] | None = {"max_num_batched_tokens": (slo_token_budget(self.step, self.slo.tpot_ms),)} \
-            if policy == "continuous-chunked" else None
+        extra: dict[str, tuple[float, ...]] | None = None
+        if policy == "continuous-chunked":
+            extra = {"max_num_batched_tokens": (float(slo_token_budget(self.step, self.slo.tpot_ms)),)}
         return tune(cls.name, defaults,
                     lambda o, s0: self.capacity(policy, start=s0, tol=tol, options=o, router=router),
                     extra=extra, start=start)
