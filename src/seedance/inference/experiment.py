@@ -94,8 +94,7 @@ class Experiment:
         )
         k = int(np.searchsorted(trace.arrival_s, trace.arrival_s[0] + history_s, side="left")) if history_s else 0
         self.history = RequestHistory(trace.prompt[:k].copy(), trace.output[:k].copy())
-        rest = RequestTrace(trace.arrival_s[k:] - (trace.arrival_s[k] if k < len(trace) else 0.0),
-                            trace.prompt[k:], trace.output[k:], trace.source)
+        rest = trace.take(slice(k, None), trace.arrival_s[k:] - (trace.arrival_s[k] if k < len(trace) else 0.0))
         self.trace = rest.head(seconds=duration_s) if duration_s is not None else rest
         if len(self.trace) == 0:
             raise InputError("no requests left to replay after the history window", source="--history-s")

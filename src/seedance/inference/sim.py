@@ -22,7 +22,7 @@ import heapq
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -41,12 +41,13 @@ from seedance.inference.batchers.base import (
 from seedance.inference.memory import BlockAllocator, KVBudget
 from seedance.inference.model import MIB, ModelShape
 from seedance.inference.perf import StepTimes
+from seedance.inference.prefix import PrefixCache, PrefixStructure
 from seedance.inference.profiles import DecodeLengthPredictor, kv_growth_feature
-from seedance.inference.routing import ROUTERS, Router
+from seedance.inference.routing import Admission, RouteQuery, Router, make_router
 from seedance.inference.trace import RequestTrace
 from seedance.sim.engine import EventLoop
 
-FUTURE, WAITING, PREFILL, DECODE, DONE, DROPPED = -1, 0, 1, 2, 3, 4
+FUTURE, WAITING, PREFILL, DECODE, DONE, DROPPED, REJECTED = -1, 0, 1, 2, 3, 4, 5
 _ARRIVAL, _WAKE = 0, 1
 _IDLE, _ITER, _SPAN = 0, 1, 2
 
@@ -62,7 +63,7 @@ class ServingRun:
         predicted: Output tokens predicted at arrival.
         baseline_pred: The running mean of past outputs at arrival (the predictor's baseline).
         first_token, finish: Times (s) of the first and last output token (NaN if none).
-        state: Final state per request (``DONE`` or ``DROPPED``).
+        state: Final state per request (``DONE``, ``DROPPED``, or ``REJECTED`` by admission control).
         preemptions: Preemptions per request.
         mem_t, mem_mib: KV memory held over time (all replicas).
         replica_peak_mib: Peak KV memory per replica.
@@ -72,6 +73,11 @@ class ServingRun:
         pools: Replicas per pool.
         kv_pool_mib: KV pool size per replica (MiB).
         delta_seen: ``(min, max)`` of δ over the run (batchers that have one), else ``None``.
+        step_model_error: Out-of-sample error of the batchers' learnt step-time models, if any.
+        cached_tokens: Prefix-cache hit tokens per request at its first admission (-1: never
+            admitted); ``None`` without prefix caching.
+        reject_reason: Why each rejected request was rejected.
+        slo_class: SLO class per request, if the trace has classes.
     """
 
     policy: str
@@ -95,15 +101,18 @@ class ServingRun:
     kv_pool_mib: float
     delta_seen: tuple[float, float] | None = None
     step_model_error: dict[str, float | int] | None = None
+    cached_tokens: NDArray[np.int64] | None = None
+    reject_reason: dict[int, str] = field(default_factory=dict)
+    slo_class: NDArray[np.int64] | None = None
 
 
 class _Replica:
     """Engine-side state of one replica (columnar request state lives in the simulator)."""
 
     __slots__ = (
-        "batcher", "busy", "counter", "decoding", "heap", "held", "idx", "kv_end", "kv_start", "pad_b",
-        "mem_t", "mem_v", "obs", "pad_len", "pool", "prefilling", "queue", "res", "span_b", "span_k0", "span_n",
-        "span_t0", "sumbase", "sumq", "t_end", "timer", "view", "wake_seq",
+        "batcher", "busy", "cache", "counter", "dec_hit", "decoding", "heap", "held", "idx", "kv_end", "kv_start",
+        "mem_t", "mem_v", "obs", "pad_b", "pad_len", "pf_rate", "pool", "prefilling", "qtok", "queue", "res", "span_b",
+        "span_k0", "span_n", "span_t0", "sumbase", "sumq", "t_end", "timer", "view", "wake_seq",
     )
 
     def __init__(self, idx: int, pool: int, batcher: Batcher, view: ReplicaView, block_tokens: int) -> None:
@@ -119,7 +128,11 @@ class _Replica:
         self.sumbase = 0  # sum of decoders' base (KV tokens = counter + base)
         self.sumq = 0  # sum of base // block_tokens
         self.res = [0] * block_tokens  # decoders per base % block_tokens
-        self.held = 0  # blocks held by prefilling requests
+        self.held = 0  # blocks held by prefilling requests (private ones)
+        self.cache: PrefixCache | None = None
+        self.dec_hit = 0  # decoders' blocks held by the prefix cache (not theirs alone)
+        self.qtok = 0  # uncached prompt tokens of the queue
+        self.pf_rate = 0.0  # measured prefill tokens per ms (admission control's estimate)
         self.busy = _IDLE
         self.wake_seq = 0
         self.timer: float | None = None
@@ -154,13 +167,18 @@ class ServingSimulator:
         ttft_ms, tpot_ms: SLO targets shown to the batchers (``inf``: none).
         audit: Mirror every block into a :class:`BlockAllocator` with ids and check it after each
             event (slow; tests).
+        prefix_cache: Block-level prefix caching on every replica (:mod:`prefix`; iteration-level
+            batchers only), driven by the trace's prefix structure.
+        router_options: Options of the router.
+        admission: Early admission control at the front end (``None``: admit everything).
     """
 
     def __init__(
         self, trace: RequestTrace, *, step: StepTimes, shape: ModelShape, budget: KVBudget, batcher: str,
         options: dict[str, Any] | None = None, replicas: int = 1, router: str | None = None,
         history: RequestHistory | None = None, predictor_prior: float = 128.0,
-        ttft_ms: float = math.inf, tpot_ms: float = math.inf, audit: bool = False,
+        ttft_ms: float = math.inf, tpot_ms: float = math.inf, audit: bool = False, prefix_cache: bool = False,
+        router_options: dict[str, Any] | None = None, admission: Admission | None = None,
     ) -> None:
         if replicas < 1:
             raise InputError(f"must be >= 1, got {replicas}", source="--replicas")
@@ -172,7 +190,8 @@ class ServingSimulator:
         cls = type(batchers[0])
         self.policy = cls.name
         self.request_level = cls.request_level
-        self.router: Router = ROUTERS.get(router or cls.default_router)()
+        self.router: Router = make_router(router or cls.default_router, router_options)
+        self.admission = admission
         hist = history or RequestHistory(np.zeros(0, np.int64), np.zeros(0, np.int64))
         plan = cls.pool_plan(batchers[0].opts, hist, replicas)
         self.pools: PoolPlan = plan if plan is not None else PoolPlan((), (replicas,))
@@ -195,6 +214,13 @@ class ServingSimulator:
         self.kvbase = np.zeros(n, np.int64)
         self.held = np.zeros(n, np.int64)
         self.baseline_pred = np.zeros(n)
+        self.hit = np.zeros(n, np.int64)  # blocks of a running request that the prefix cache holds
+        self.cached_first = np.full(n, -1, np.int64)  # prefix-cache hit tokens at first admission
+        self.qtok = np.zeros(n, np.int64)  # uncached prompt tokens a waiting request adds to its queue
+        self.reason: dict[int, str] = {}  # rejected at the front end: why
+        self._slo_class = trace.slo_class
+        structure = trace.prefix if trace.prefix is not None else None
+        use_cache = prefix_cache and not self.request_level
         self._kv_feature = kv_growth_feature(shape.kv_bytes_per_token)
         self._observe: list[tuple[float, int]] = []
         self._bs = budget.block_tokens
@@ -216,10 +242,15 @@ class ServingSimulator:
                     waiting=shared if self.router.shared else [], free_blocks=self._total,
                     step=step, ttft_ms=ttft_ms, tpot_ms=tpot_ms,
                 )
-                self.replicas.append(_Replica(r, k, batchers[r], view, self._bs))
+                replica = _Replica(r, k, batchers[r], view, self._bs)
+                if use_cache:
+                    replica.cache = view.prefix = PrefixCache(
+                        structure if structure is not None else PrefixStructure.none(n), self.book.prompt, self._bs)
+                self.replicas.append(replica)
                 members.append(r)
             self._pool_members.append(members)
         self._alloc = [BlockAllocator(self._total) for _ in self.replicas] if audit else []
+        self._query = RouteQuery()
         handlers: list[Callable[[float, int], None]] = [self._on_arrival, self._on_wake]
         self.loop = EventLoop(handlers, arrival_kind=_ARRIVAL)
 
@@ -241,7 +272,7 @@ class ServingSimulator:
             if gc_was:
                 gc.enable()
         mem_t, mem_v, peaks = self._memory_series(float(arr[0]) if len(arr) else 0.0)
-        left = (self.state != DONE) & (self.state != DROPPED)
+        left = (self.state != DONE) & (self.state != DROPPED) & (self.state != REJECTED)
         self.state[left] = DROPPED  # never served: a batcher kept them waiting to the end
         seen = (self._delta_lo, self._delta_hi) if self._delta_lo <= self._delta_hi else None
         models = [r.batcher.step_model for r in self.replicas  # type: ignore[attr-defined]
@@ -255,6 +286,8 @@ class ServingSimulator:
             iterations=self._iterations,
             events=self.loop.processed, wall_s=time.perf_counter() - t0, pools=self.pools.replicas,
             kv_pool_mib=self.budget.total_mib, delta_seen=seen, step_model_error=step_err,
+            cached_tokens=self.cached_first if any(r.cache is not None for r in self.replicas) else None,
+            reject_reason=dict(self.reason), slo_class=self._slo_class,
         )
 
     # ------------------------------------------------------------- arrivals
@@ -291,10 +324,44 @@ class ServingSimulator:
             for r in members:
                 self._notify(reps[r], now)
         else:
-            outstanding = [len(reps[r].queue) + reps[r].view.running for r in members]
-            rep = reps[self.router.pick(members, outstanding)]
+            q = self._query
+            q.request, q.prompt = i, p
+            q.slo_class = int(self._slo_class[i]) if self._slo_class is not None else 0
+            q.outstanding = [len(reps[r].queue) + reps[r].view.running for r in members]
+            caches = [reps[r].cache for r in members]
+            q.matched = [c.hit_blocks(i, p) * self._bs if c is not None else 0 for c in caches] \
+                if self.router.uses_prefix else [0] * len(members)
+            k = members.index(self.router.pick(members, q))
+            if self.admission is not None:
+                k = self._admit(i, q, members, k)
+                if k < 0:
+                    return
+            rep = reps[members[k]]
+            own = p - (q.matched[k] if self.router.uses_prefix else 0)
+            self.qtok[i] = own
+            rep.qtok += own
             rep.queue.append(i)
             self._notify(rep, now)
+
+    def _admit(self, i: int, q: RouteQuery, members: list[int], k: int) -> int:
+        """Admission control: the chosen replica if its predicted TTFT keeps the target, else the
+        first other replica that does, else -1 (rejected, with the reason)."""
+        adm = self.admission
+        assert adm is not None
+        target = adm.slack * adm.target(q.slo_class)
+        reps = self.replicas
+        best = math.inf
+        for j in [k, *(x for x in range(len(members)) if x != k)]:
+            r = reps[members[j]]
+            own = q.prompt - q.matched[j]
+            t = adm.predicted_ttft_ms(r.qtok + sum(int(self.book.prefill_len(x) - self.book.computed[x])
+                                                   for x in r.prefilling), own, r.pf_rate)
+            if t <= target:
+                return j
+            best = min(best, t)
+        self.state[i] = REJECTED
+        self.reason[i] = f"predicted TTFT {best:.0f} ms > {target:.0f} ms on every replica"
+        return -1
 
     def _notify(self, rep: _Replica, now: float) -> None:
         """A request joined ``rep``'s queue at ``now``: wake an idle replica, or end a decode span
@@ -344,10 +411,12 @@ class ServingSimulator:
         """Blocks ``rep`` holds after its decoders take ``n`` more steps."""
         if rep.pad_b:
             return rep.pad_b * (-(-(rep.pad_len + rep.counter + n) // self._bs))
-        return self._dec_blocks(rep, n) + rep.held
+        used = self._dec_blocks(rep, n) + rep.held
+        return used if rep.cache is None else used - rep.dec_hit + rep.cache.pinned
 
     def _add_decoder(self, rep: _Replica, i: int, base: int) -> None:
         self.kvbase[i] = base
+        rep.dec_hit += int(self.hit[i])
         rep.decoding.append(i)
         rep.sumbase += base
         q, r = divmod(base, self._bs)
@@ -355,6 +424,7 @@ class ServingSimulator:
         rep.res[r] += 1
 
     def _drop_decoder_stats(self, rep: _Replica, i: int) -> None:
+        rep.dec_hit -= int(self.hit[i])
         base = int(self.kvbase[i])
         rep.sumbase -= base
         q, r = divmod(base, self._bs)
@@ -379,6 +449,8 @@ class ServingSimulator:
                 self._mark(rep, now)
             return
         view.free_blocks = self._total - self._blocks_after(rep, 0)
+        if rep.cache is not None:
+            rep.cache.fit(view.free_blocks)
         view.kv_tokens = len(rep.decoding) * rep.counter + rep.sumbase
         plan = rep.batcher.plan(view)
         if self._track_delta:
@@ -391,6 +463,7 @@ class ServingSimulator:
             gone = set(plan.reject)
             rep.queue[:] = [j for j in rep.queue if j not in gone]
             self.state[list(gone)] = DROPPED
+            rep.qtok -= int(self.qtok[list(gone)].sum())
         rep.timer = plan.wake_at
         if plan.prefill:
             self._start_iteration(rep, now, plan)
@@ -409,14 +482,19 @@ class ServingSimulator:
         tokens = 0
         sq = 0.0
         admitted: list[int] = []
+        view = rep.view
+        starts: dict[int, tuple[int, int]] = {}
         for i, t in plan.prefill:
             st = self.state[i]
             if st == WAITING:
                 admitted.append(i)
+                starts[i] = (view.cached_tokens(i), view.admit_blocks(i))
+                c = starts[i][0]
             elif st != PREFILL or i not in rep.prefilling:
                 raise RuntimeError(f"batcher scheduled prefill for request {i} in state {st}")
+            else:
+                c = int(book.computed[i])
             length = book.prefill_len(i)
-            c = int(book.computed[i])
             if t < 1 or c + t > length:
                 raise RuntimeError(f"bad prefill chunk {t} for request {i} ({c}/{length} done)")
             tokens += t
@@ -427,19 +505,28 @@ class ServingSimulator:
                 raise RuntimeError("batcher admitted requests that are not in its queue")
             rep.queue[:] = [j for j in rep.queue if j not in gone]
             need = 0
+            cache = rep.cache
             for i in admitted:
                 self.state[i] = PREFILL
-                book.computed[i] = 0
+                c0, blocks = starts[i]
+                book.computed[i] = c0
+                rep.qtok -= int(self.qtok[i])
                 rep.prefilling.append(i)
                 if not self.request_level:
                     h = -(-book.prefill_len(i) // bs)
+                    if cache is not None and (book.ready is None or book.ready[i] <= 0):
+                        hit = cache.acquire(i, book.prefill_len(i), first=self.cached_first[i] < 0)
+                        if self.cached_first[i] < 0:
+                            self.cached_first[i] = hit * bs
+                        self.hit[i] = hit
+                        h -= hit
                     self.held[i] = h
-                    need += h
+                    rep.held += h
+                    need += blocks
                     if self.audit:
-                        self._alloc[rep.idx].ensure(int(i), h)
+                        self._audit_set(rep, i, h)
             if need > rep.view.free_blocks:
                 raise RuntimeError(f"batcher admitted {need} blocks with {rep.view.free_blocks} free")
-            rep.held += need
         if self.request_level:
             lens = [book.prefill_len(i) for i, _ in plan.prefill]
             rep.pad_b, rep.pad_len, rep.counter = len(lens), max(lens), 0
@@ -458,6 +545,8 @@ class ServingSimulator:
         ms = self.step.iteration_ms(tokens, sq, b, kv)
         rep.obs = (tokens, sq, b, float(kv))
         rep.span_n = 1 if decode else 0
+        if rep.cache is not None:
+            rep.cache.fit(self._total - self._blocks_after(rep, rep.span_n))
         self._iterations += 1
         rep.kv_start = self._kv_mib(rep, 0)
         rep.kv_end = self._kv_mib(rep, rep.span_n)
@@ -468,7 +557,10 @@ class ServingSimulator:
 
     def _finish_iteration(self, rep: _Replica, now: float) -> None:
         book = self.book
-        rep.batcher.observe_iteration(*rep.obs, (now - rep.span_t0) * 1000.0)
+        ms = (now - rep.span_t0) * 1000.0
+        rep.batcher.observe_iteration(*rep.obs, ms)
+        if self.admission is not None:
+            rep.pf_rate = self.admission.update_rate(rep.pf_rate, rep.obs[0], ms)
         if rep.span_n:
             rep.counter += 1
             self._complete_due(rep, now)
@@ -484,6 +576,8 @@ class ServingSimulator:
             book.computed[i] = 0
             rep.held -= int(self.held[i])
             self.held[i] = 0
+            if rep.cache is not None:
+                self.hit[i] += rep.cache.publish(i, length)
             if book.out[i] >= self._gen[i]:
                 self._done(rep, i, now)
                 continue
@@ -589,6 +683,10 @@ class ServingSimulator:
     def _done(self, rep: _Replica, i: int, now: float) -> None:
         self.state[i] = DONE
         self.finish[i] = now
+        if rep.cache is not None:
+            rep.cache.publish(i, int(self.book.prompt[i] + self._gen[i]) - 1)
+            rep.cache.release(i, now)
+            self.hit[i] = 0
         heapq.heappush(self._observe, (now, i))
         if self.audit:
             self._alloc[rep.idx].free(int(i))
@@ -637,9 +735,14 @@ class ServingSimulator:
         else:
             raise RuntimeError(f"cannot preempt request {i} in state {st}")
         book.computed[i] = 0
+        if rep.cache is not None:
+            rep.cache.release(i, rep.view.now)
+            self.hit[i] = 0
         self.state[i] = WAITING
         self.preempt[i] += 1
         rep.queue.insert(0, i)
+        self.qtok[i] = book.prefill_len(i)
+        rep.qtok += int(self.qtok[i])
         if self.audit:
             self._alloc[rep.idx].free(int(i))
 
@@ -682,6 +785,13 @@ class ServingSimulator:
         return xs, total, peaks
 
     # ------------------------------------------------------------ audit
+    def _audit_set(self, rep: _Replica, i: int, blocks: int) -> None:
+        """Mirror: ``i`` (-1: the prefix cache) owns exactly ``blocks`` block ids on ``rep``."""
+        alloc = self._alloc[rep.idx]
+        if blocks < len(alloc.tables.get(int(i), ())):
+            alloc.free(int(i))
+        alloc.ensure(int(i), blocks)
+
     def _check(self, rep: _Replica) -> None:
         """Mirror ``rep``'s block counts into its id allocator and check both (``audit=True``)."""
         if self._blocks_after(rep, 0) > self._total:
@@ -690,8 +800,15 @@ class ServingSimulator:
             return  # one padded tensor per batch: no blocks to mirror
         alloc = self._alloc[rep.idx]
         for i in rep.decoding:
-            alloc.ensure(int(i), -(-(rep.counter + int(self.kvbase[i])) // self._bs))
+            self._audit_set(rep, i, -(-(rep.counter + int(self.kvbase[i])) // self._bs) - int(self.hit[i]))
+        for i in rep.prefilling:
+            self._audit_set(rep, i, int(self.held[i]))
         counted = self._dec_blocks(rep, 0) + rep.held
+        if rep.cache is not None:
+            self._audit_set(rep, -1, rep.cache.pinned)  # the cache's pinned blocks, owned once
+            counted += rep.cache.pinned - rep.dec_hit
+            if rep.cache.unpinned > self._total - counted:
+                raise AssertionError(f"replica {rep.idx}: evictable cache blocks exceed the free pool")
         if alloc.used != counted:
             raise AssertionError(f"replica {rep.idx}: {alloc.used} blocks by id, {counted} by count")
         alloc.check()
