@@ -22,6 +22,7 @@ from seedance.inference.memory import KVBudget
 from seedance.inference.metrics import SLO, summarize
 from seedance.inference.model import get_model
 from seedance.inference.perf import load_step_times
+from seedance.inference.routing import Admission
 from seedance.inference.sim import ServingRun, ServingSimulator
 from seedance.inference.trace import RequestTrace
 from seedance.inference.tuning import BASELINE_GRIDS, TuningResult, slo_token_budget, tune
@@ -72,16 +73,19 @@ class Experiment:
         history_s: The first ``history_s`` seconds of the trace are history only (they warm the
             predictor and size pools) and are not replayed.
         duration_s: Replay only this many seconds after the history (``None``: all).
+        class_slos: Targets per SLO class when the trace has classes (a request is judged by its
+            class's targets in ``goodput_rps``; ``slo`` stays the run-level check).
     """
 
     def __init__(self, trace: RequestTrace, deployment: Deployment, slo: SLO, *, history_s: float = 0.0,
-                 duration_s: float | None = None) -> None:
+                 duration_s: float | None = None, class_slos: tuple[SLO, ...] | None = None) -> None:
         if history_s < 0 or not math.isfinite(history_s):
             raise InputError(f"must be >= 0, got {history_s}", source="--history-s")
         if duration_s is not None and not duration_s > 0:
             raise InputError(f"must be > 0, got {duration_s}", source="--duration-s")
         self.deployment = deployment
         self.slo = slo
+        self.class_slos = class_slos
         self.shape = get_model(deployment.model)
         self.step = load_step_times(
             deployment.model, deployment.gpu, deployment.tp,
@@ -100,16 +104,21 @@ class Experiment:
             raise InputError("no requests left to replay after the history window", source="--history-s")
 
     def simulate(self, policy: str, rate_scale: float = 1.0, *, options: dict[str, Any] | None = None,
-                 router: str | None = None, audit: bool = False) -> tuple[dict[str, Any], ServingRun]:
-        """One run: the result row and the raw run."""
+                 router: str | None = None, audit: bool = False, prefix_cache: bool = False,
+                 router_options: dict[str, Any] | None = None,
+                 admission: Admission | None = None) -> tuple[dict[str, Any], ServingRun]:
+        """One run: the result row and the raw run (engine options as in :class:`ServingSimulator`)."""
         d = self.deployment
         sim = ServingSimulator(
             self.trace.scaled(rate_scale), step=self.step, shape=self.shape, budget=self.budget, batcher=policy,
             options=options, replicas=d.replicas, router=router, history=self.history,
-            ttft_ms=self.slo.ttft_ms, tpot_ms=self.slo.tpot_ms, audit=audit,
+            ttft_ms=self.slo.ttft_ms, tpot_ms=self.slo.tpot_ms, audit=audit, prefix_cache=prefix_cache,
+            router_options=router_options, admission=admission,
         )
         run = sim.run()
-        row = summarize(run, self.slo)
+        row = summarize(run, self.slo, self.class_slos)
+        if prefix_cache:
+            row["prefix_cache"] = True
         row["rate_scale"] = round(rate_scale, 6)
         row["router"] = sim.router.name
         if run.step_model_error is not None:
@@ -119,9 +128,9 @@ class Experiment:
         return row, run
 
     def capacity(self, policy: str, *, start: float = 1.0, tol: float = 0.02, options: dict[str, Any] | None = None,
-                 router: str | None = None) -> CapacityResult:
+                 router: str | None = None, **engine: Any) -> CapacityResult:
         """The highest rate scale at which ``policy`` keeps the SLO (see :mod:`capacity`)."""
-        return slo_capacity(lambda s: self.simulate(policy, s, options=options, router=router)[0],
+        return slo_capacity(lambda s: self.simulate(policy, s, options=options, router=router, **engine)[0],
                             start=start, tol=tol)
 
     def tune(self, policy: str, *, options: dict[str, Any] | None = None, router: str | None = None,

@@ -88,7 +88,7 @@ class PrefixCache:
         self.prompt = prompt
         self.block_tokens = block_tokens
         self.systems: dict[int, _Node] = {}
-        self.sessions: dict[int, _Node] = {}
+        self.sessions: dict[tuple[int, int], _Node] = {}  # (system prompt, session) -> node
         self.pinned = 0  # blocks of referenced nodes
         self.unpinned = 0  # blocks of unreferenced nodes (evictable, inside the free pool)
         self._heap: list[tuple[float, int, int, _Node]] = []
@@ -106,9 +106,9 @@ class PrefixCache:
         sysn = self.systems.get(g) if g >= 0 else None
         if sysn is None and g >= 0 and create:
             sysn = self.systems[g] = _Node(g, None)
-        sess = self.sessions.get(s) if s >= 0 else None
+        sess = self.sessions.get((g, s)) if s >= 0 else None
         if sess is None and s >= 0 and create:
-            sess = self.sessions[s] = _Node(s, sysn)
+            sess = self.sessions[(g, s)] = _Node(s, sysn)
         return sysn, sess
 
     def _sys_blocks(self, i: int) -> int:
@@ -128,11 +128,10 @@ class PrefixCache:
         not pinned yet (they leave the free pool)."""
         h = self.hit_blocks(i, prefill_len)
         extra = 0
-        if h:
-            sysn, sess = self._nodes(i, False)
-            for node in (sysn, sess):
-                if node is not None and node.refs == 0:
-                    extra += node.cached
+        sysn, sess = self._nodes(i, False)
+        for node in (sysn, sess):  # admission references (pins) both nodes, used or not
+            if node is not None and node.refs == 0:
+                extra += node.cached
         return -(-prefill_len // self.block_tokens) - h + extra
 
     # -------------------------------------------------------- reference

@@ -523,8 +523,8 @@ class ServingSimulator:
                     self.held[i] = h
                     rep.held += h
                     need += blocks
-                    if self.audit:
-                        self._audit_set(rep, i, h)
+            if self.audit and not self.request_level:
+                self._audit_sync(rep)
             if need > rep.view.free_blocks:
                 raise RuntimeError(f"batcher admitted {need} blocks with {rep.view.free_blocks} free")
         if self.request_level:
@@ -785,12 +785,22 @@ class ServingSimulator:
         return xs, total, peaks
 
     # ------------------------------------------------------------ audit
-    def _audit_set(self, rep: _Replica, i: int, blocks: int) -> None:
-        """Mirror: ``i`` (-1: the prefix cache) owns exactly ``blocks`` block ids on ``rep``."""
+    def _audit_sync(self, rep: _Replica) -> None:
+        """Mirror ``rep``'s current block counts into its id allocator: every running request owns
+        its private blocks, the prefix cache (-1) its pinned ones; raises ``MemoryError`` when they
+        do not fit. Shrinks go first, so a request that gave blocks to the cache frees them before
+        another grows."""
         alloc = self._alloc[rep.idx]
-        if blocks < len(alloc.tables.get(int(i), ())):
-            alloc.free(int(i))
-        alloc.ensure(int(i), blocks)
+        want: dict[int, int] = {int(i): -(-(rep.counter + int(self.kvbase[i])) // self._bs) - int(self.hit[i])
+                                for i in rep.decoding}
+        want.update({int(i): int(self.held[i]) for i in rep.prefilling})
+        if rep.cache is not None:
+            want[-1] = rep.cache.pinned
+        for seq in list(alloc.tables):
+            if want.get(seq, 0) < len(alloc.tables[seq]):
+                alloc.free(seq)
+        for seq, blocks in want.items():
+            alloc.ensure(seq, blocks)
 
     def _check(self, rep: _Replica) -> None:
         """Mirror ``rep``'s block counts into its id allocator and check both (``audit=True``)."""
@@ -799,13 +809,9 @@ class ServingSimulator:
         if self.request_level:
             return  # one padded tensor per batch: no blocks to mirror
         alloc = self._alloc[rep.idx]
-        for i in rep.decoding:
-            self._audit_set(rep, i, -(-(rep.counter + int(self.kvbase[i])) // self._bs) - int(self.hit[i]))
-        for i in rep.prefilling:
-            self._audit_set(rep, i, int(self.held[i]))
+        self._audit_sync(rep)
         counted = self._dec_blocks(rep, 0) + rep.held
         if rep.cache is not None:
-            self._audit_set(rep, -1, rep.cache.pinned)  # the cache's pinned blocks, owned once
             counted += rep.cache.pinned - rep.dec_hit
             if rep.cache.unpinned > self._total - counted:
                 raise AssertionError(f"replica {rep.idx}: evictable cache blocks exceed the free pool")
