@@ -38,6 +38,7 @@ from seedance.inference.batchers.base import (
     RequestHistory,
     make_batcher,
 )
+from seedance.inference.disagg import Disaggregation
 from seedance.inference.memory import BlockAllocator, KVBudget
 from seedance.inference.model import MIB, ModelShape
 from seedance.inference.perf import StepTimes
@@ -47,8 +48,8 @@ from seedance.inference.routing import Admission, RouteQuery, Router, make_route
 from seedance.inference.trace import RequestTrace
 from seedance.sim.engine import EventLoop
 
-FUTURE, WAITING, PREFILL, DECODE, DONE, DROPPED, REJECTED = -1, 0, 1, 2, 3, 4, 5
-_ARRIVAL, _WAKE = 0, 1
+FUTURE, WAITING, PREFILL, DECODE, DONE, DROPPED, REJECTED, SENDING = -1, 0, 1, 2, 3, 4, 5, 6
+_ARRIVAL, _WAKE, _SENT = 0, 1, 2
 _IDLE, _ITER, _SPAN = 0, 1, 2
 
 
@@ -111,8 +112,8 @@ class _Replica:
 
     __slots__ = (
         "batcher", "busy", "cache", "counter", "dec_hit", "decoding", "heap", "held", "idx", "kv_end", "kv_start",
-        "mem_t", "mem_v", "obs", "pad_b", "pad_len", "pf_rate", "pool", "prefilling", "qtok", "queue", "res", "span_b",
-        "span_k0", "span_n", "span_t0", "sumbase", "sumq", "t_end", "timer", "view", "wake_seq",
+        "mem_t", "mem_v", "obs", "pad_b", "pad_len", "pf_rate", "pool", "prefilling", "qtok", "queue", "res",
+        "sending", "span_b", "span_k0", "span_n", "span_t0", "sumbase", "sumq", "t_end", "timer", "view", "wake_seq",
     )
 
     def __init__(self, idx: int, pool: int, batcher: Batcher, view: ReplicaView, block_tokens: int) -> None:
@@ -132,6 +133,7 @@ class _Replica:
         self.cache: PrefixCache | None = None
         self.dec_hit = 0  # decoders' blocks held by the prefix cache (not theirs alone)
         self.qtok = 0  # uncached prompt tokens of the queue
+        self.sending: list[int] = []  # prefilled requests whose KV is being sent to a decode replica
         self.pf_rate = 0.0  # measured prefill tokens per ms (admission control's estimate)
         self.busy = _IDLE
         self.wake_seq = 0
@@ -171,6 +173,7 @@ class ServingSimulator:
             batchers only), driven by the trace's prefix structure.
         router_options: Options of the router.
         admission: Early admission control at the front end (``None``: admit everything).
+        disaggregate: Separate prefill and decode pools (:mod:`disagg`); ``None``: co-located.
     """
 
     def __init__(
@@ -179,6 +182,7 @@ class ServingSimulator:
         history: RequestHistory | None = None, predictor_prior: float = 128.0,
         ttft_ms: float = math.inf, tpot_ms: float = math.inf, audit: bool = False, prefix_cache: bool = False,
         router_options: dict[str, Any] | None = None, admission: Admission | None = None,
+        disaggregate: Disaggregation | None = None,
     ) -> None:
         if replicas < 1:
             raise InputError(f"must be >= 1, got {replicas}", source="--replicas")
@@ -186,15 +190,26 @@ class ServingSimulator:
         self.step = step
         self.shape = shape
         self.budget = budget
-        batchers = [make_batcher(batcher, options) for _ in range(replicas)]
+        self.disagg = disaggregate
+        if disaggregate is not None and not 1 <= disaggregate.prefill < replicas:
+            raise InputError(f"prefill replicas must be in [1, {replicas - 1}], got {disaggregate.prefill}",
+                             source="--prefill-replicas")
+        batchers = [make_batcher(batcher, {**(options or {}), **disaggregate.prefill_options}
+                                 if disaggregate is not None and r < disaggregate.prefill else options)
+                    for r in range(replicas)]
         cls = type(batchers[0])
+        if disaggregate is not None and cls.request_level:
+            raise InputError(f"{cls.name} is request-level: disaggregation needs an iteration-level batcher",
+                             source="--policy")
         self.policy = cls.name
         self.request_level = cls.request_level
         self.router: Router = make_router(router or cls.default_router, router_options)
         self.admission = admission
         hist = history or RequestHistory(np.zeros(0, np.int64), np.zeros(0, np.int64))
-        plan = cls.pool_plan(batchers[0].opts, hist, replicas)
+        plan = cls.pool_plan(batchers[0].opts, hist, replicas) if disaggregate is None else None
         self.pools: PoolPlan = plan if plan is not None else PoolPlan((), (replicas,))
+        if disaggregate is not None:  # pool 0 prefills (every arrival goes there), pool 1 decodes
+            self.pools = PoolPlan((math.inf,), (disaggregate.prefill, replicas - disaggregate.prefill))
         if sum(self.pools.replicas) != replicas:
             raise ValueError("pool plan does not cover the replicas")
         self.predictor = DecodeLengthPredictor(prior=predictor_prior)
@@ -207,6 +222,7 @@ class ServingSimulator:
             arrival=trace.arrival_s.astype(np.float64), prompt=trace.prompt.astype(np.int64),
             predicted=np.zeros(n), features=np.zeros((n, 3)), out=np.zeros(n, np.int64),
             computed=np.zeros(n, np.int64), first_token=np.full(n, np.nan),
+            ready=np.zeros(n, np.int64) if disaggregate is not None else None,
         )
         self.state = np.full(n, FUTURE, np.int8)
         self.finish = np.full(n, np.nan)
@@ -243,7 +259,7 @@ class ServingSimulator:
                     step=step, ttft_ms=ttft_ms, tpot_ms=tpot_ms,
                 )
                 replica = _Replica(r, k, batchers[r], view, self._bs)
-                if use_cache:
+                if use_cache and (disaggregate is None or k == 0):
                     replica.cache = view.prefix = PrefixCache(
                         structure if structure is not None else PrefixStructure.none(n), self.book.prompt, self._bs)
                 self.replicas.append(replica)
@@ -251,7 +267,7 @@ class ServingSimulator:
             self._pool_members.append(members)
         self._alloc = [BlockAllocator(self._total) for _ in self.replicas] if audit else []
         self._query = RouteQuery()
-        handlers: list[Callable[[float, int], None]] = [self._on_arrival, self._on_wake]
+        handlers: list[Callable[[float, int], None]] = [self._on_arrival, self._on_wake, self._on_sent]
         self.loop = EventLoop(handlers, arrival_kind=_ARRIVAL)
 
     # ------------------------------------------------------------------ run
@@ -581,6 +597,14 @@ class ServingSimulator:
             if book.out[i] >= self._gen[i]:
                 self._done(rep, i, now)
                 continue
+            if self.disagg is not None and rep.pool == 0:  # send the KV to the decode pool
+                self.state[i] = SENDING
+                self.held[i] = -(-length // self._bs) - int(self.hit[i])
+                rep.held += int(self.held[i])
+                rep.sending.append(i)
+                self.loop.schedule(now + self.disagg.transfer_s(length, self.shape.kv_bytes_per_token), _SENT,
+                                   i * len(self.replicas) + rep.idx)
+                continue
             self.state[i] = DECODE
             if self.request_level:
                 rep.decoding.append(i)
@@ -589,6 +613,33 @@ class ServingSimulator:
             heapq.heappush(rep.heap, (rep.counter + int(self._gen[i] - book.out[i]), i))
         if self.request_level:
             self._start_padded_span(rep, now)
+
+    def _on_sent(self, now: float, token: int) -> None:
+        """A KV transfer ended: free it on the prefill replica, queue the request at a decode replica."""
+        nrep = len(self.replicas)
+        i, src = divmod(token, nrep)
+        rep = self.replicas[src]
+        rep.sending.remove(i)
+        rep.held -= int(self.held[i])
+        self.held[i] = 0
+        if rep.cache is not None:
+            rep.cache.release(i, now)
+        self.hit[i] = 0
+        if self.audit:
+            self._alloc[rep.idx].free(int(i))
+        book = self.book
+        assert book.ready is not None
+        book.ready[i] = book.prefill_len(i) - 1
+        self.state[i] = WAITING
+        members = self._pool_members[1]
+        reps = self.replicas
+        dst = reps[min(members, key=lambda r: (len(reps[r].queue) + reps[r].view.running, r))]
+        self.qtok[i] = 1
+        dst.qtok += 1
+        dst.queue.append(i)
+        self._notify(dst, now)
+        if rep.busy == _IDLE:
+            self._schedule(rep, now)  # its freed blocks may admit waiting work
 
     # ------------------------------------------------------ decode spans
     def _start_span(self, rep: _Replica, now: float) -> None:
@@ -735,6 +786,8 @@ class ServingSimulator:
         else:
             raise RuntimeError(f"cannot preempt request {i} in state {st}")
         book.computed[i] = 0
+        if book.ready is not None:
+            book.ready[i] = 0  # recomputed where it is
         if rep.cache is not None:
             rep.cache.release(i, rep.view.now)
             self.hit[i] = 0
@@ -793,7 +846,7 @@ class ServingSimulator:
         alloc = self._alloc[rep.idx]
         want: dict[int, int] = {int(i): -(-(rep.counter + int(self.kvbase[i])) // self._bs) - int(self.hit[i])
                                 for i in rep.decoding}
-        want.update({int(i): int(self.held[i]) for i in rep.prefilling})
+        want.update({int(i): int(self.held[i]) for i in (*rep.prefilling, *rep.sending)})
         if rep.cache is not None:
             want[-1] = rep.cache.pinned
         for seq in list(alloc.tables):
@@ -815,6 +868,11 @@ class ServingSimulator:
             counted += rep.cache.pinned - rep.dec_hit
             if rep.cache.unpinned > self._total - counted:
                 raise AssertionError(f"replica {rep.idx}: evictable cache blocks exceed the free pool")
+        for other in self._alloc:  # no request owns blocks on two replicas (e.g. both pools) at once
+            if other is not alloc:
+                both = [q for q in alloc.tables if q >= 0 and alloc.tables[q] and other.tables.get(q)]
+                if both:
+                    raise AssertionError(f"requests {both} hold KV blocks on two replicas")
         if alloc.used != counted:
             raise AssertionError(f"replica {rep.idx}: {alloc.used} blocks by id, {counted} by count")
         alloc.check()
