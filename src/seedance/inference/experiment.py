@@ -18,6 +18,7 @@ import numpy as np
 from seedance.core.errors import InputError
 from seedance.inference.batchers.base import RequestHistory
 from seedance.inference.capacity import CapacityResult, slo_capacity
+from seedance.inference.disagg import Disaggregation
 from seedance.inference.memory import KVBudget
 from seedance.inference.metrics import SLO, summarize
 from seedance.inference.model import get_model
@@ -106,14 +107,15 @@ class Experiment:
     def simulate(self, policy: str, rate_scale: float = 1.0, *, options: dict[str, Any] | None = None,
                  router: str | None = None, audit: bool = False, prefix_cache: bool = False,
                  router_options: dict[str, Any] | None = None,
-                 admission: Admission | None = None) -> tuple[dict[str, Any], ServingRun]:
+                 admission: Admission | None = None,
+                 disaggregate: Disaggregation | None = None) -> tuple[dict[str, Any], ServingRun]:
         """One run: the result row and the raw run (engine options as in :class:`ServingSimulator`)."""
         d = self.deployment
         sim = ServingSimulator(
             self.trace.scaled(rate_scale), step=self.step, shape=self.shape, budget=self.budget, batcher=policy,
             options=options, replicas=d.replicas, router=router, history=self.history,
             ttft_ms=self.slo.ttft_ms, tpot_ms=self.slo.tpot_ms, audit=audit, prefix_cache=prefix_cache,
-            router_options=router_options, admission=admission,
+            router_options=router_options, admission=admission, disaggregate=disaggregate,
         )
         run = sim.run()
         row = summarize(run, self.slo, self.class_slos)
