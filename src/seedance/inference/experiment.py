@@ -170,6 +170,7 @@ class Experiment:
 def compare(
     exp: Experiment, policies: Sequence[str], *, rate_scale: float | None = None, capacity: bool = False,
     options: dict[str, dict[str, Any]] | None = None, router: str | None = None, tune_baselines: bool = False,
+    engine: dict[str, Any] | None = None,
 ) -> tuple[dict[str, Any], list[ServingRun]]:
     """Run ``policies`` at one load (and optionally search each one's SLO capacity).
 
@@ -180,7 +181,10 @@ def compare(
         options: Batcher options per policy name.
         tune_baselines: With ``capacity``: sweep every baseline's knobs (:mod:`tuning`) and report
             the tuned setting (``tuned_options``, ``capacity_rps``) beside the default
-            (``default_capacity_rps``); the row at the load uses the tuned setting.
+            (``default_capacity_rps``); the row at the load uses the tuned setting. Baselines are
+            tuned as plain baselines (without ``engine``'s mechanisms).
+        engine: Engine mechanisms for every run (``prefix_cache``, ``router_options``,
+            ``admission``, ``disaggregate``: see :meth:`Experiment.simulate`).
 
     Returns:
         ``(payload, runs)``: ``payload["results"]`` holds one row per policy, ``payload["setup"]``
@@ -188,6 +192,7 @@ def compare(
         ``seedance`` both ran.
     """
     opts = options or {}
+    eng = engine or {}
     static_cap: CapacityResult | None = None
     if rate_scale is None:
         static_cap = exp.capacity("static", options=opts.get("static"), router=router)
@@ -202,14 +207,14 @@ def compare(
         if capacity and tune_baselines and p in BASELINE_GRIDS:
             tuned = exp.tune(p, options=opts.get(p), router=router, start=rate_scale)
         p_opts = tuned.tuned_options if tuned is not None else opts.get(p)
-        row, run = exp.simulate(p, rate_scale, options=p_opts, router=router)
+        row, run = exp.simulate(p, rate_scale, options=p_opts, router=router, **eng)
         if capacity:
             if tuned is not None:
                 cap = tuned.tuned
             elif p == "static" and static_cap is not None:
                 cap = static_cap
             else:
-                cap = exp.capacity(p, start=rate_scale, options=opts.get(p), router=router)
+                cap = exp.capacity(p, start=rate_scale, options=opts.get(p), router=router, **eng)
             c_row = cap.row or {}
             row["capacity_rate_scale"] = round(cap.rate_scale, 6)
             row["capacity_rps"] = c_row.get("goodput_rps", 0.0)
