@@ -36,22 +36,23 @@ def main() -> None:
     ap.add_argument("--slos", default="standard,tight")
     ap.add_argument("--link", default="ib-hdr", choices=sorted(LINKS))
     ap.add_argument("--no-disagg", action="store_true")
+    ap.add_argument("--tol", type=float, default=0.03, help="Relative precision of each capacity search")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
     base = load_azure_trace(args.trace or data_file(CONV_TRACE))
-    traces = {"conversation": base, "multi-turn": multi_turn(base)}
+    traces = {"conversation": lambda: base, "multi-turn": lambda: multi_turn(base)}
     out: dict[str, object] = {"duration_s": args.duration_s, "replicas": args.replicas}
     for w in args.workloads.split(","):
-        tr = traces[w]
+        tr = traces[w]()
         out[f"{w}/structure"] = structure_stats(tr)
         for sname in args.slos.split(","):
             t0 = time.perf_counter()
             exp = Experiment(tr, Deployment(replicas=args.replicas), SLOS[sname], duration_s=args.duration_s)
-            res = compare_mechanisms(exp)
+            res = compare_mechanisms(exp, tol=args.tol)
             if sname == "tight" and not args.no_disagg:
                 res["disaggregation"] = disaggregation_search(
                     exp, res["baseline"]["tuned_options"], link_gbs=LINKS[args.link][0],
-                    prefill_options={"max_num_batched_tokens": 8192})
+                    prefill_options={"max_num_batched_tokens": 8192}, tol=args.tol)
             res["wall_s"] = round(time.perf_counter() - t0, 1)
             out[f"{w}/{sname}"] = res
             print(json.dumps({f"{w}/{sname}": res}, default=str), flush=True)
