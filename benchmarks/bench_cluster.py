@@ -48,7 +48,8 @@ def main() -> None:
         for sname in args.slos.split(","):
             t0 = time.perf_counter()
             exp = Experiment(tr, Deployment(replicas=args.replicas), SLOS[sname], duration_s=args.duration_s)
-            res = compare_mechanisms(exp, tol=args.tol)
+            res = compare_mechanisms(exp, tol=args.tol,
+                                     progress=lambda r: print("progress", json.dumps(r, default=str), flush=True))
             if sname == "tight" and not args.no_disagg:
                 res["disaggregation"] = disaggregation_search(
                     exp, res["baseline"]["tuned_options"], link_gbs=LINKS[args.link][0],

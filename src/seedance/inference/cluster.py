@@ -27,6 +27,7 @@ and compares the best with the co-located baseline on the same replicas.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,10 +75,14 @@ def _rps(c: CapacityResult) -> float:
     return float((c.row or {}).get("goodput_rps", 0.0))
 
 
-def compare_mechanisms(exp: Experiment, *, attainment: float = 0.99, tol: float = 0.03,
-                       start: float = 1.0) -> dict[str, Any]:
-    """Tune the baseline, then measure every mechanism's two capacities (see the module note)."""
+def compare_mechanisms(exp: Experiment, *, attainment: float = 0.99, tol: float = 0.03, start: float = 1.0,
+                       progress: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """Tune the baseline, then measure every mechanism's two capacities (see the module note);
+    ``progress`` is called with the tuning result and with each row as it is measured."""
     tuned = exp.tune(BASELINE, start=start, tol=tol)
+    if progress is not None:
+        progress({"tuned_options": tuned.tuned_options, "tuned_rate_scale": tuned.tuned.rate_scale,
+                  "default_rate_scale": tuned.default.rate_scale, "tried": tuned.tried})
     opts = tuned.tuned_options
     rows: list[dict[str, Any]] = []
     base_strict = base_att = 0.0
@@ -103,6 +108,8 @@ def compare_mechanisms(exp: Experiment, *, attainment: float = 0.99, tol: float 
         row["attainment_capacity_vs_tuned_chunked"] = round(row["attainment_capacity_rps"] / base_att, 3) \
             if base_att else None
         rows.append(row)
+        if progress is not None:
+            progress(row)
     return {
         "setup": exp.describe(),
         "baseline": {"policy": BASELINE, "tuned_options": opts, "default_options": tuned.default_options,
