@@ -66,14 +66,18 @@ def main() -> None:
     for policy in args.policies.split(","):
         walls = []
         row: dict[str, Any] = {}
+        cpus = []
         for _ in range(args.repeat):
+            c0 = time.process_time()
             row, _run = exp.simulate(policy, args.rate_scale)
+            cpus.append(time.process_time() - c0)
             walls.append(float(row["wall_s"]))  # the run itself, without loading the trace
         med = statistics.median(walls)
         events = int(str(row["events"]))
         skel = statistics.median(skeleton_seconds(events) for _ in range(args.repeat))
         print(f"{policy:<20}{med:>10.2f}{min(walls):>8.2f}{events:>9}{int(str(row['iterations'])):>12}"
-              f"{events / med:>11,.0f}{med / TARGET_S:>8.2f}{med / skel:>12.1f}x")
+              f"{events / med:>11,.0f}{med / TARGET_S:>8.2f}{med / skel:>12.1f}x"
+              f"   cpu {statistics.median(cpus):.2f} s")
     if args.mechanisms:
         from seedance.inference.disagg import Disaggregation
         from seedance.inference.routing import Admission
@@ -91,14 +95,16 @@ def main() -> None:
             ("mt/disagg-1:3", "continuous-chunked", {"disaggregate": Disaggregation(prefill=1)}),
         ]
         for name, policy, eng in cases:
-            walls = []
+            walls, cpus = [], []
             for _ in range(args.repeat):
+                c0 = time.process_time()
                 row, _run = mt.simulate(policy, args.rate_scale, **eng)
+                cpus.append(time.process_time() - c0)
                 walls.append(float(row["wall_s"]))
             med = statistics.median(walls)
             events = int(str(row["events"]))
             print(f"{name:<20}{med:>10.2f}{min(walls):>8.2f}{events:>9}{int(str(row['iterations'])):>12}"
-                  f"{events / med:>11,.0f}{med / TARGET_S:>8.2f}{'':>13}")
+                  f"{events / med:>11,.0f}{med / TARGET_S:>8.2f}{'':>13}   cpu {statistics.median(cpus):.2f} s")
 
 
 if __name__ == "__main__":
