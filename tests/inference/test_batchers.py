@@ -146,3 +146,19 @@ def test_seedance_online_budget_learns_the_step_times_it_measured() -> None:
 def test_seedance_rejects_an_unknown_step_model() -> None:
     with pytest.raises(InputError):
         make_batcher("seedance", {"step_model": "oracle"})
+
+
+@pytest.mark.parametrize("sq_coef", [0.0, 2e-3])
+def test_online_model_budget_is_the_largest_fitting_chunk(sq_coef: float) -> None:
+    from seedance.inference.stepmodel import OnlineStepModel
+
+    m = OnlineStepModel(warmup=8, refit=8)
+    for t in range(40):  # ms = 12 + 0.05 * tokens + 0.5 * decoders + sq_coef * sq / 1e6
+        tok, dec = 50 * t + 1, t % 7
+        m.observe(tok, float(tok * tok), dec, 0.0, 12 + 0.05 * tok + 0.5 * dec + sq_coef * tok * tok / 1e6)
+    for budget in (13.0, 40.0, 90.0):
+        n = m.max_prefill_tokens(budget, 3, 0.0, 4096)
+        assert n is not None
+        pred = m.predict
+        assert n == 0 or pred(n, float(n * n), 3, 0.0) <= budget  # type: ignore[operator]
+        assert n == 4096 or pred(n + 1, float((n + 1) ** 2), 3, 0.0) > budget  # type: ignore[operator]
