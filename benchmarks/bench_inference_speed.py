@@ -7,6 +7,11 @@ events with no serving logic (the engine's floor on this machine, right now).
 
     .venv/bin/python benchmarks/bench_inference_speed.py            # all policies, 4 replicas, load 1.0
     .venv/bin/python benchmarks/bench_inference_speed.py --policies seedance --repeat 5
+    .venv/bin/python benchmarks/bench_inference_speed.py --mechanisms --repeat 3   # cluster mechanisms too
+
+``--mechanisms`` adds, on the multi-turn workload built from the same trace, the chunked baseline
+with prefix caching, with prefix-aware routing, with admission control, ``seedance`` with all three,
+and disaggregated serving (1 prefill : 3 decode replicas).
 """
 
 from __future__ import annotations
@@ -50,6 +55,7 @@ def main() -> None:
     ap.add_argument("--replicas", type=int, default=4)
     ap.add_argument("--rate-scale", type=float, default=1.0)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--mechanisms", action="store_true", help="also time the cluster mechanisms")
     args = ap.parse_args()
     trace = load_azure_trace(args.trace or data_file(CONV_TRACE))
     exp = Experiment(trace, Deployment(replicas=args.replicas), SLO())
@@ -60,14 +66,45 @@ def main() -> None:
     for policy in args.policies.split(","):
         walls = []
         row: dict[str, Any] = {}
+        cpus = []
         for _ in range(args.repeat):
+            c0 = time.process_time()
             row, _run = exp.simulate(policy, args.rate_scale)
+            cpus.append(time.process_time() - c0)
             walls.append(float(row["wall_s"]))  # the run itself, without loading the trace
         med = statistics.median(walls)
         events = int(str(row["events"]))
         skel = statistics.median(skeleton_seconds(events) for _ in range(args.repeat))
         print(f"{policy:<20}{med:>10.2f}{min(walls):>8.2f}{events:>9}{int(str(row['iterations'])):>12}"
-              f"{events / med:>11,.0f}{med / TARGET_S:>8.2f}{med / skel:>12.1f}x")
+              f"{events / med:>11,.0f}{med / TARGET_S:>8.2f}{med / skel:>12.1f}x"
+              f"   cpu {statistics.median(cpus):.2f} s")
+    if args.mechanisms:
+        from seedance.inference.disagg import Disaggregation
+        from seedance.inference.routing import Admission
+        from seedance.inference.workloads import multi_turn
+
+        mt = Experiment(multi_turn(trace), Deployment(replicas=args.replicas), SLO())
+        adm = Admission(ttft_ms=(10_000.0,))
+        cases: list[tuple[str, str, dict[str, Any]]] = [
+            ("mt/chunked", "continuous-chunked", {}),
+            ("mt/+prefix-cache", "continuous-chunked", {"prefix_cache": True}),
+            ("mt/+prefix-router", "continuous-chunked", {"prefix_cache": True, "router": "prefix-aware"}),
+            ("mt/+admission", "continuous-chunked", {"prefix_cache": True, "router": "prefix-aware",
+                                                     "admission": adm}),
+            ("mt/seedance+all", "seedance", {"prefix_cache": True, "router": "prefix-aware", "admission": adm}),
+            ("mt/disagg-1:3", "continuous-chunked", {"disaggregate": Disaggregation(prefill=1)}),
+        ]
+        for name, policy, eng in cases:
+            walls, cpus = [], []
+            for _ in range(args.repeat):
+                c0 = time.process_time()
+                row, _run = mt.simulate(policy, args.rate_scale, **eng)
+                cpus.append(time.process_time() - c0)
+                walls.append(float(row["wall_s"]))
+            med = statistics.median(walls)
+            events = int(str(row["events"]))
+            print(f"{name:<20}{med:>10.2f}{min(walls):>8.2f}{events:>9}{int(str(row['iterations'])):>12}"
+                  f"{events / med:>11,.0f}{med / TARGET_S:>8.2f}{'':>13}   cpu {statistics.median(cpus):.2f} s")
 
 
 if __name__ == "__main__":

@@ -146,7 +146,7 @@ def models(out: Path, budget_s: float) -> dict[str, Any]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True)
-    ap.add_argument("--budget-s", type=float, default=240)
+    ap.add_argument("--budget-s", type=float, default=210)
     args = ap.parse_args()
     import torch
 

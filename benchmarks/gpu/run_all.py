@@ -24,8 +24,9 @@ HERE = Path(__file__).resolve().parent
 #: at most 570 s so that one device call (600 s) runs the whole suite.
 PARTS: list[tuple[str, str, float]] = [
     ("isolation", "isolation_probe.py", 90.0),
-    ("kernels", "kernels_h200.py", 240.0),
+    ("kernels", "kernels_h200.py", 210.0),
     ("telemetry", "telemetry_bf16.py", 60.0),
+    ("llm-calibration", "llm_calibration.py", 150.0),
 ]
 
 

@@ -87,3 +87,37 @@ def test_execute_json(capsys: pytest.CaptureFixture[str]) -> None:
     out = json.loads(capsys.readouterr().out)
     assert [r["outputs_equal_reference"] for r in out["results"]] == [True, True]
     assert [r["kv_block_accounting_max_rel_err"] for r in out["results"]] == [0.0, 0.0]
+
+
+def test_tune_baselines_reports_tuned_beside_default(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc = main(["inference", "simulate", "--trace", str(_trace(tmp_path)), "--policy", "continuous-chunked,seedance",
+               "--replicas", "1", "--rate-scale", "4", "--capacity", "--tune-baselines", "--ttft-ms", "2000",
+               "-o", "json"])
+    assert rc == 0
+    rows = {r["policy"]: r for r in json.loads(capsys.readouterr().out)["results"]}
+    ch = rows["continuous-chunked"]
+    assert ch["default_options"]["max_num_batched_tokens"] == 2048
+    assert set(ch["tuned_options"]) == {"max_num_batched_tokens", "max_num_seqs", "watermark"}
+    assert ch["capacity_rps"] >= ch["default_capacity_rps"]
+    assert ch["capacity_rate_scale"] >= ch["default_capacity_rate_scale"]
+    # every grid value was tried (6 powers of two + the SLO-derived budget, then 4 max_num_seqs values)
+    assert ch["tuning_settings_tried"] >= 9
+    assert "tuned_options" not in rows["seedance"] and "step_model_error" in rows["seedance"]
+
+
+def test_cluster_mechanisms_from_the_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc = main(["inference", "simulate", "--trace", str(_trace(tmp_path)), "--policy", "continuous-chunked",
+               "--replicas", "2", "--rate-scale", "1", "--workload", "multi-turn", "--prefix-cache",
+               "--router", "prefix-aware", "--admission", "-o", "json"])
+    assert rc == 0
+    row = json.loads(capsys.readouterr().out)["results"][0]
+    assert row["router"] == "prefix-aware" and "prefix_hit_rate" in row and row["rejected"] >= 0
+    assert row["requests"] == 60
+    rc = main(["inference", "simulate", "--trace", str(_trace(tmp_path)), "--policy", "continuous-chunked",
+               "--replicas", "2", "--rate-scale", "1", "--prefill-replicas", "1", "--kv-link", "ib-ndr",
+               "-o", "json"])
+    assert rc == 0
+    assert json.loads(capsys.readouterr().out)["results"][0]["completed"] == 60
+    assert main(["inference", "simulate", "--trace", str(_trace(tmp_path)), "--workload", "chat"]) == 2
+    assert main(["inference", "simulate", "--trace", str(_trace(tmp_path)), "--policy", "continuous",
+                 "--replicas", "2", "--rate-scale", "1", "--prefill-replicas", "1", "--kv-link", "wifi"]) == 2

@@ -57,6 +57,11 @@ def _table(payload: dict[str, Any]) -> None:
             "tpot_ms_p99", "peak_kv_mib", "preemptions", "meets_slo"]
     if any("capacity_rps" in r for r in payload["results"]):
         cols += ["capacity_rps", "capacity_rate_scale"]
+    for extra in ("prefix_hit_rate", "rejected"):
+        if any(r.get(extra) for r in payload["results"]):
+            cols.append(extra)
+    if any("tuned_options" in r for r in payload["results"]):
+        cols += ["default_capacity_rps", "tuned_options"]
     setup = payload["setup"]
     slo = setup["slo"]
     table = Table(title=(
@@ -112,12 +117,25 @@ def register(app: typer.Typer) -> None:
         tpot_ms: Annotated[float, typer.Option(help="SLO: TPOT target (ms).")] = 200.0,
         slo_quantile: Annotated[float, typer.Option(help="SLO percentile for the run-level check.")] = 99.0,
         capacity: Annotated[bool, typer.Option(help="Also search each batcher's SLO capacity.")] = False,
+        tune_baselines: Annotated[bool, typer.Option(
+            help="With --capacity: sweep each baseline's knobs; report tuned_options and the tuned capacity_rps.")]
+        = False,
         duration_s: Annotated[float | None, typer.Option(help="Replay only this many seconds of the trace.")] = None,
         history_s: Annotated[float, typer.Option(help="Seconds at the start used as history only.")] = 0.0,
         batcher_option: Annotated[
             list[str] | None, typer.Option(help="POLICY.OPTION=VALUE, repeatable (see `inference batchers`).")
         ] = None,
-        router: Annotated[str | None, typer.Option(help="Router for every batcher (shared, least-loaded).")] = None,
+        router: Annotated[str | None, typer.Option(
+            help="Router for every batcher (shared, least-loaded, prefix-aware).")] = None,
+        workload: Annotated[str, typer.Option(
+            help="conversation (the trace as is), multi-turn (sessions, LMSYS-Chat-1M mean turns), system-prompt.")]
+        = "conversation",
+        prefix_cache: Annotated[bool, typer.Option(help="Block-level prefix caching with LRU eviction.")] = False,
+        admission: Annotated[bool, typer.Option(help="Reject early when the predicted TTFT misses the target.")]
+        = False,
+        prefill_replicas: Annotated[int | None, typer.Option(
+            help="Disaggregate: this many prefill replicas, the rest decode.")] = None,
+        kv_link: Annotated[str, typer.Option(help="KV transfer link (ib-hdr, ib-ndr, nvlink3, nvlink4).")] = "ib-hdr",
         kv_budget_gib: Annotated[float | None, typer.Option(help="KV pool per replica (GiB), instead of derived.")]
         = None,
         block_tokens: Annotated[int, typer.Option(help="Tokens per KV block.")] = 16,
@@ -145,6 +163,22 @@ def register(app: typer.Typer) -> None:
             if pol not in BATCHERS:
                 raise InputError(f"option for unknown batcher {pol!r}", source="--batcher-option")
         tr = load_azure_trace(trace if trace is not None else data_file(CONV_TRACE))
+        from seedance.inference import workloads as wl
+
+        builders = {"conversation": lambda t: t, "multi-turn": wl.multi_turn, "system-prompt": wl.system_prompts}
+        if workload not in builders:
+            raise InputError(f"unknown workload {workload!r}; valid workloads: {', '.join(builders)}",
+                             source="--workload")
+        tr = builders[workload](tr)
+        engine: dict[str, Any] = {"prefix_cache": prefix_cache}
+        if admission:
+            from seedance.inference.routing import Admission
+
+            engine["admission"] = Admission(ttft_ms=(ttft_ms,))
+        if prefill_replicas is not None:
+            from seedance.inference.disagg import Disaggregation, link_gbs
+
+            engine["disaggregate"] = Disaggregation(prefill=prefill_replicas, link_gbs=link_gbs(kv_link, tp))
         exp = Experiment(
             tr, Deployment(model=model, gpu=gpu, tp=tp, replicas=replicas, block_tokens=block_tokens,
                            kv_budget_gib=kv_budget_gib),
@@ -152,7 +186,8 @@ def register(app: typer.Typer) -> None:
         )
         opts_by_canonical = {BATCHERS.get(k).name: v for k, v in opts.items()}
         payload, runs = compare(exp, names, rate_scale=rate_scale, capacity=capacity,
-                                options=opts_by_canonical, router=router)
+                                options=opts_by_canonical, router=router, tune_baselines=tune_baselines,
+                                engine=engine)
         text = dumps(payload)
         if out is not None:
             write_text(out, text)

@@ -18,12 +18,15 @@ import numpy as np
 from seedance.core.errors import InputError
 from seedance.inference.batchers.base import RequestHistory
 from seedance.inference.capacity import CapacityResult, slo_capacity
+from seedance.inference.disagg import Disaggregation
 from seedance.inference.memory import KVBudget
 from seedance.inference.metrics import SLO, summarize
 from seedance.inference.model import get_model
 from seedance.inference.perf import load_step_times
+from seedance.inference.routing import Admission
 from seedance.inference.sim import ServingRun, ServingSimulator
 from seedance.inference.trace import RequestTrace
+from seedance.inference.tuning import BASELINE_GRIDS, TuningResult, slo_token_budget, tune
 
 WHITEPAPER_SOURCE = "Seedance 2.0 whitepaper §2.1 (../shared/spec/seedance-2.0-whitepaper.zh.txt): a claim"
 WHITEPAPER_CLAIM: dict[str, float] = {
@@ -71,16 +74,19 @@ class Experiment:
         history_s: The first ``history_s`` seconds of the trace are history only (they warm the
             predictor and size pools) and are not replayed.
         duration_s: Replay only this many seconds after the history (``None``: all).
+        class_slos: Targets per SLO class when the trace has classes (a request is judged by its
+            class's targets in ``goodput_rps``; ``slo`` stays the run-level check).
     """
 
     def __init__(self, trace: RequestTrace, deployment: Deployment, slo: SLO, *, history_s: float = 0.0,
-                 duration_s: float | None = None) -> None:
+                 duration_s: float | None = None, class_slos: tuple[SLO, ...] | None = None) -> None:
         if history_s < 0 or not math.isfinite(history_s):
             raise InputError(f"must be >= 0, got {history_s}", source="--history-s")
         if duration_s is not None and not duration_s > 0:
             raise InputError(f"must be > 0, got {duration_s}", source="--duration-s")
         self.deployment = deployment
         self.slo = slo
+        self.class_slos = class_slos
         self.shape = get_model(deployment.model)
         self.step = load_step_times(
             deployment.model, deployment.gpu, deployment.tp,
@@ -93,34 +99,56 @@ class Experiment:
         )
         k = int(np.searchsorted(trace.arrival_s, trace.arrival_s[0] + history_s, side="left")) if history_s else 0
         self.history = RequestHistory(trace.prompt[:k].copy(), trace.output[:k].copy())
-        rest = RequestTrace(trace.arrival_s[k:] - (trace.arrival_s[k] if k < len(trace) else 0.0),
-                            trace.prompt[k:], trace.output[k:], trace.source)
+        rest = trace.take(slice(k, None), trace.arrival_s[k:] - (trace.arrival_s[k] if k < len(trace) else 0.0))
         self.trace = rest.head(seconds=duration_s) if duration_s is not None else rest
         if len(self.trace) == 0:
             raise InputError("no requests left to replay after the history window", source="--history-s")
 
     def simulate(self, policy: str, rate_scale: float = 1.0, *, options: dict[str, Any] | None = None,
-                 router: str | None = None, audit: bool = False) -> tuple[dict[str, Any], ServingRun]:
-        """One run: the result row and the raw run."""
+                 router: str | None = None, audit: bool = False, prefix_cache: bool = False,
+                 router_options: dict[str, Any] | None = None,
+                 admission: Admission | None = None,
+                 disaggregate: Disaggregation | None = None) -> tuple[dict[str, Any], ServingRun]:
+        """One run: the result row and the raw run (engine options as in :class:`ServingSimulator`)."""
         d = self.deployment
         sim = ServingSimulator(
             self.trace.scaled(rate_scale), step=self.step, shape=self.shape, budget=self.budget, batcher=policy,
             options=options, replicas=d.replicas, router=router, history=self.history,
-            ttft_ms=self.slo.ttft_ms, tpot_ms=self.slo.tpot_ms, audit=audit,
+            ttft_ms=self.slo.ttft_ms, tpot_ms=self.slo.tpot_ms, audit=audit, prefix_cache=prefix_cache,
+            router_options=router_options, admission=admission, disaggregate=disaggregate,
         )
         run = sim.run()
-        row = summarize(run, self.slo)
+        row = summarize(run, self.slo, self.class_slos)
+        if prefix_cache:
+            row["prefix_cache"] = True
         row["rate_scale"] = round(rate_scale, 6)
         row["router"] = sim.router.name
+        if run.step_model_error is not None:
+            row["step_model_error"] = run.step_model_error
         if run.delta_seen is not None:
             row["delta_min"], row["delta_max"] = (round(x, 4) for x in run.delta_seen)
         return row, run
 
     def capacity(self, policy: str, *, start: float = 1.0, tol: float = 0.02, options: dict[str, Any] | None = None,
-                 router: str | None = None) -> CapacityResult:
+                 router: str | None = None, **engine: Any) -> CapacityResult:
         """The highest rate scale at which ``policy`` keeps the SLO (see :mod:`capacity`)."""
-        return slo_capacity(lambda s: self.simulate(policy, s, options=options, router=router)[0],
+        return slo_capacity(lambda s: self.simulate(policy, s, options=options, router=router, **engine)[0],
                             start=start, tol=tol)
+
+    def tune(self, policy: str, *, options: dict[str, Any] | None = None, router: str | None = None,
+             start: float = 1.0, tol: float = 0.02) -> TuningResult:
+        """Sweep ``policy``'s knobs (:data:`BASELINE_GRIDS`) for the highest SLO capacity."""
+        import seedance.inference.batchers  # noqa: F401  (registers the built-in batchers)
+        from seedance.inference.batchers.base import BATCHERS, resolve_options
+
+        cls = BATCHERS.get(policy)
+        defaults = resolve_options(cls, options)
+        extra: dict[str, tuple[float, ...]] | None = None
+        if policy == "continuous-chunked":
+            extra = {"max_num_batched_tokens": (float(slo_token_budget(self.step, self.slo.tpot_ms)),)}
+        return tune(cls.name, defaults,
+                    lambda o, s0: self.capacity(policy, start=s0, tol=tol, options=o, router=router),
+                    extra=extra, start=start)
 
     def describe(self) -> dict[str, Any]:
         """The setup, for reports."""
@@ -141,7 +169,8 @@ class Experiment:
 
 def compare(
     exp: Experiment, policies: Sequence[str], *, rate_scale: float | None = None, capacity: bool = False,
-    options: dict[str, dict[str, Any]] | None = None, router: str | None = None,
+    options: dict[str, dict[str, Any]] | None = None, router: str | None = None, tune_baselines: bool = False,
+    engine: dict[str, Any] | None = None,
 ) -> tuple[dict[str, Any], list[ServingRun]]:
     """Run ``policies`` at one load (and optionally search each one's SLO capacity).
 
@@ -150,6 +179,12 @@ def compare(
             still keeps the SLO, found by :meth:`Experiment.capacity`.
         capacity: Also search every policy's SLO capacity (``capacity_rps``, ``capacity_rate_scale``).
         options: Batcher options per policy name.
+        tune_baselines: With ``capacity``: sweep every baseline's knobs (:mod:`tuning`) and report
+            the tuned setting (``tuned_options``, ``capacity_rps``) beside the default
+            (``default_capacity_rps``); the row at the load uses the tuned setting. Baselines are
+            tuned as plain baselines (without ``engine``'s mechanisms).
+        engine: Engine mechanisms for every run (``prefix_cache``, ``router_options``,
+            ``admission``, ``disaggregate``: see :meth:`Experiment.simulate`).
 
     Returns:
         ``(payload, runs)``: ``payload["results"]`` holds one row per policy, ``payload["setup"]``
@@ -157,6 +192,7 @@ def compare(
         ``seedance`` both ran.
     """
     opts = options or {}
+    eng = engine or {}
     static_cap: CapacityResult | None = None
     if rate_scale is None:
         static_cap = exp.capacity("static", options=opts.get("static"), router=router)
@@ -167,10 +203,18 @@ def compare(
     rows: list[dict[str, Any]] = []
     runs: list[ServingRun] = []
     for p in policies:
-        row, run = exp.simulate(p, rate_scale, options=opts.get(p), router=router)
+        tuned = None
+        if capacity and tune_baselines and p in BASELINE_GRIDS:
+            tuned = exp.tune(p, options=opts.get(p), router=router, start=rate_scale)
+        p_opts = tuned.tuned_options if tuned is not None else opts.get(p)
+        row, run = exp.simulate(p, rate_scale, options=p_opts, router=router, **eng)
         if capacity:
-            cap = static_cap if (p == "static" and static_cap is not None) else exp.capacity(
-                p, start=rate_scale, options=opts.get(p), router=router)
+            if tuned is not None:
+                cap = tuned.tuned
+            elif p == "static" and static_cap is not None:
+                cap = static_cap
+            else:
+                cap = exp.capacity(p, start=rate_scale, options=opts.get(p), router=router, **eng)
             c_row = cap.row or {}
             row["capacity_rate_scale"] = round(cap.rate_scale, 6)
             row["capacity_rps"] = c_row.get("goodput_rps", 0.0)
@@ -178,6 +222,8 @@ def compare(
             row["capacity_tpot_ms_p99"] = c_row.get("tpot_ms_p99")
             row["capacity_peak_kv_mib"] = c_row.get("peak_kv_mib")
             row["capacity_runs"] = len(cap.tried)
+            if tuned is not None:
+                row.update(tuned.as_row(lambda c: (c.row or {}).get("goodput_rps", 0.0)))
         rows.append(row)
         runs.append(run)
     setup = exp.describe()

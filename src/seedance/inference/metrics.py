@@ -27,7 +27,7 @@ import numpy as np
 
 from seedance.core.errors import InputError
 from seedance.inference.profiles import predictor_error
-from seedance.inference.sim import DONE, DROPPED, ServingRun
+from seedance.inference.sim import DONE, DROPPED, REJECTED, ServingRun
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,28 +67,41 @@ def latencies(run: ServingRun) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, An
     return done, ttft, tpot
 
 
-def summarize(run: ServingRun, slo: SLO) -> dict[str, Any]:
-    """The result row of one run (the keys of the CLI's JSON ``results``)."""
+def summarize(run: ServingRun, slo: SLO, class_slos: tuple[SLO, ...] | None = None) -> dict[str, Any]:
+    """The result row of one run (the keys of the CLI's JSON ``results``).
+
+    With ``class_slos`` and a run whose trace has SLO classes, each request's goodput is judged by
+    its class's targets (``goodput_rps`` and ``goodput_rps_class<k>``); ``meets_slo`` stays the
+    run-level check against ``slo``. Rejected requests (admission control) count as not good.
+    """
     done, ttft, tpot = latencies(run)
     n = len(run.arrival)
     n_done = int(done.sum())
     dropped = int((run.state == DROPPED).sum())
+    rejected = int((run.state == REJECTED).sum())
     makespan = float(np.nanmax(run.finish[done]) - run.arrival.min()) if n_done else math.nan
-    t_ok = ttft <= slo.ttft_ms
-    p_ok = np.isnan(tpot) | (tpot <= slo.tpot_ms)
+    ttft_t: Any = slo.ttft_ms
+    tpot_t: Any = slo.tpot_ms
+    cls = run.slo_class
+    if class_slos and cls is not None:
+        k = np.minimum(cls, len(class_slos) - 1)
+        ttft_t = np.asarray([c.ttft_ms for c in class_slos])[k]
+        tpot_t = np.asarray([c.tpot_ms for c in class_slos])[k]
+    t_ok = ttft <= ttft_t
+    p_ok = np.isnan(tpot) | (tpot <= tpot_t)
     good = int((done & t_ok & p_ok).sum())
     td, pd_ = ttft[done], tpot[done]
     pd_ = pd_[~np.isnan(pd_)]
     q = slo.quantile
     ttft_q, tpot_q = _pct(td, q), _pct(pd_, q)
-    meets = bool(n_done == n and dropped == 0 and ttft_q <= slo.ttft_ms
+    meets = bool(n_done == n and dropped == 0 and rejected == 0 and ttft_q <= slo.ttft_ms
                  and (math.isnan(tpot_q) or tpot_q <= slo.tpot_ms))
 
     def rate(k: float) -> float:
         return k / makespan if makespan and makespan > 0 else 0.0
 
     err = predictor_error(run.predicted[done], run.output[done], run.baseline_pred[done])
-    return {
+    row: dict[str, Any] = {
         "policy": run.policy,
         "goodput_rps": round(rate(good), 4),
         "completed_rps": round(rate(n_done), 4),
@@ -116,4 +129,23 @@ def summarize(run: ServingRun, slo: SLO) -> dict[str, Any]:
         "events": run.events,
         "wall_s": round(run.wall_s, 3),
         "predictor": err.as_dict(),
+        "rejected": rejected,
     }
+    if class_slos and cls is not None:
+        g = done & t_ok & p_ok
+        for c in range(len(class_slos)):
+            m = np.minimum(cls, len(class_slos) - 1) == c
+            row[f"goodput_rps_class{c}"] = round(rate(int((g & m).sum())), 4)
+            row[f"slo_attainment_class{c}"] = round(float((g & m).sum()) / max(int(m.sum()), 1), 4)
+    if rejected:
+        kinds: dict[str, int] = {}
+        for why in run.reject_reason.values():
+            key = why.split(" ")[0] + " " + why.split(" ")[1] if " " in why else why
+            kinds[key] = kinds.get(key, 0) + 1
+        row["reject_reasons"] = kinds
+    if run.cached_tokens is not None:
+        seen = run.cached_tokens >= 0
+        hit = int(run.cached_tokens[seen].sum())
+        row["prefix_hit_tokens"] = hit
+        row["prefix_hit_rate"] = round(hit / max(int(run.prompt[seen].sum()), 1), 4)
+    return row

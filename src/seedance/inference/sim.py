@@ -22,7 +22,7 @@ import heapq
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -38,16 +38,18 @@ from seedance.inference.batchers.base import (
     RequestHistory,
     make_batcher,
 )
+from seedance.inference.disagg import Disaggregation
 from seedance.inference.memory import BlockAllocator, KVBudget
 from seedance.inference.model import MIB, ModelShape
 from seedance.inference.perf import StepTimes
+from seedance.inference.prefix import PrefixCache, PrefixStructure
 from seedance.inference.profiles import DecodeLengthPredictor, kv_growth_feature
-from seedance.inference.routing import ROUTERS, Router
+from seedance.inference.routing import Admission, RouteQuery, Router, make_router
 from seedance.inference.trace import RequestTrace
 from seedance.sim.engine import EventLoop
 
-FUTURE, WAITING, PREFILL, DECODE, DONE, DROPPED = -1, 0, 1, 2, 3, 4
-_ARRIVAL, _WAKE = 0, 1
+FUTURE, WAITING, PREFILL, DECODE, DONE, DROPPED, REJECTED, SENDING = -1, 0, 1, 2, 3, 4, 5, 6
+_ARRIVAL, _WAKE, _SENT = 0, 1, 2
 _IDLE, _ITER, _SPAN = 0, 1, 2
 
 
@@ -62,7 +64,7 @@ class ServingRun:
         predicted: Output tokens predicted at arrival.
         baseline_pred: The running mean of past outputs at arrival (the predictor's baseline).
         first_token, finish: Times (s) of the first and last output token (NaN if none).
-        state: Final state per request (``DONE`` or ``DROPPED``).
+        state: Final state per request (``DONE``, ``DROPPED``, or ``REJECTED`` by admission control).
         preemptions: Preemptions per request.
         mem_t, mem_mib: KV memory held over time (all replicas).
         replica_peak_mib: Peak KV memory per replica.
@@ -72,6 +74,11 @@ class ServingRun:
         pools: Replicas per pool.
         kv_pool_mib: KV pool size per replica (MiB).
         delta_seen: ``(min, max)`` of δ over the run (batchers that have one), else ``None``.
+        step_model_error: Out-of-sample error of the batchers' learnt step-time models, if any.
+        cached_tokens: Prefix-cache hit tokens per request at its first admission (-1: never
+            admitted); ``None`` without prefix caching.
+        reject_reason: Why each rejected request was rejected.
+        slo_class: SLO class per request, if the trace has classes.
     """
 
     policy: str
@@ -94,15 +101,19 @@ class ServingRun:
     pools: tuple[int, ...]
     kv_pool_mib: float
     delta_seen: tuple[float, float] | None = None
+    step_model_error: dict[str, float | int] | None = None
+    cached_tokens: NDArray[np.int64] | None = None
+    reject_reason: dict[int, str] = field(default_factory=dict)
+    slo_class: NDArray[np.int64] | None = None
 
 
 class _Replica:
     """Engine-side state of one replica (columnar request state lives in the simulator)."""
 
     __slots__ = (
-        "batcher", "busy", "counter", "decoding", "heap", "held", "idx", "kv_end", "kv_start", "pad_b",
-        "mem_t", "mem_v", "pad_len", "pool", "prefilling", "queue", "res", "span_b", "span_k0", "span_n",
-        "span_t0", "sumbase", "sumq", "t_end", "timer", "view", "wake_seq",
+        "batcher", "busy", "cache", "counter", "dec_hit", "decoding", "heap", "held", "idx", "kv_end", "kv_start",
+        "mem_t", "mem_v", "obs", "pad_b", "pad_len", "pf_rate", "pool", "prefilling", "qtok", "queue", "res",
+        "sending", "span_b", "span_k0", "span_n", "span_t0", "sumbase", "sumq", "t_end", "timer", "view", "wake_seq",
     )
 
     def __init__(self, idx: int, pool: int, batcher: Batcher, view: ReplicaView, block_tokens: int) -> None:
@@ -118,7 +129,12 @@ class _Replica:
         self.sumbase = 0  # sum of decoders' base (KV tokens = counter + base)
         self.sumq = 0  # sum of base // block_tokens
         self.res = [0] * block_tokens  # decoders per base % block_tokens
-        self.held = 0  # blocks held by prefilling requests
+        self.held = 0  # blocks held by prefilling requests (private ones)
+        self.cache: PrefixCache | None = None
+        self.dec_hit = 0  # decoders' blocks held by the prefix cache (not theirs alone)
+        self.qtok = 0  # uncached prompt tokens of the queue
+        self.sending: list[int] = []  # prefilled requests whose KV is being sent to a decode replica
+        self.pf_rate = 0.0  # measured prefill tokens per ms (admission control's estimate)
         self.busy = _IDLE
         self.wake_seq = 0
         self.timer: float | None = None
@@ -131,6 +147,7 @@ class _Replica:
         self.kv_end = 0.0
         self.pad_b = 0
         self.pad_len = 0
+        self.obs: tuple[int, float, int, float] = (0, 0.0, 0, 0.0)  # the running iteration's shape
         self.mem_t: list[float] = []  # KV MiB held: linear between consecutive points
         self.mem_v: list[float] = []
 
@@ -152,13 +169,20 @@ class ServingSimulator:
         ttft_ms, tpot_ms: SLO targets shown to the batchers (``inf``: none).
         audit: Mirror every block into a :class:`BlockAllocator` with ids and check it after each
             event (slow; tests).
+        prefix_cache: Block-level prefix caching on every replica (:mod:`prefix`; iteration-level
+            batchers only), driven by the trace's prefix structure.
+        router_options: Options of the router.
+        admission: Early admission control at the front end (``None``: admit everything).
+        disaggregate: Separate prefill and decode pools (:mod:`disagg`); ``None``: co-located.
     """
 
     def __init__(
         self, trace: RequestTrace, *, step: StepTimes, shape: ModelShape, budget: KVBudget, batcher: str,
         options: dict[str, Any] | None = None, replicas: int = 1, router: str | None = None,
         history: RequestHistory | None = None, predictor_prior: float = 128.0,
-        ttft_ms: float = math.inf, tpot_ms: float = math.inf, audit: bool = False,
+        ttft_ms: float = math.inf, tpot_ms: float = math.inf, audit: bool = False, prefix_cache: bool = False,
+        router_options: dict[str, Any] | None = None, admission: Admission | None = None,
+        disaggregate: Disaggregation | None = None,
     ) -> None:
         if replicas < 1:
             raise InputError(f"must be >= 1, got {replicas}", source="--replicas")
@@ -166,14 +190,26 @@ class ServingSimulator:
         self.step = step
         self.shape = shape
         self.budget = budget
-        batchers = [make_batcher(batcher, options) for _ in range(replicas)]
+        self.disagg = disaggregate
+        if disaggregate is not None and not 1 <= disaggregate.prefill < replicas:
+            raise InputError(f"prefill replicas must be in [1, {replicas - 1}], got {disaggregate.prefill}",
+                             source="--prefill-replicas")
+        batchers = [make_batcher(batcher, {**(options or {}), **disaggregate.prefill_options}
+                                 if disaggregate is not None and r < disaggregate.prefill else options)
+                    for r in range(replicas)]
         cls = type(batchers[0])
+        if disaggregate is not None and cls.request_level:
+            raise InputError(f"{cls.name} is request-level: disaggregation needs an iteration-level batcher",
+                             source="--policy")
         self.policy = cls.name
         self.request_level = cls.request_level
-        self.router: Router = ROUTERS.get(router or cls.default_router)()
+        self.router: Router = make_router(router or cls.default_router, router_options)
+        self.admission = admission
         hist = history or RequestHistory(np.zeros(0, np.int64), np.zeros(0, np.int64))
-        plan = cls.pool_plan(batchers[0].opts, hist, replicas)
+        plan = cls.pool_plan(batchers[0].opts, hist, replicas) if disaggregate is None else None
         self.pools: PoolPlan = plan if plan is not None else PoolPlan((), (replicas,))
+        if disaggregate is not None:  # pool 0 prefills (every arrival goes there), pool 1 decodes
+            self.pools = PoolPlan((math.inf,), (disaggregate.prefill, replicas - disaggregate.prefill))
         if sum(self.pools.replicas) != replicas:
             raise ValueError("pool plan does not cover the replicas")
         self.predictor = DecodeLengthPredictor(prior=predictor_prior)
@@ -186,6 +222,7 @@ class ServingSimulator:
             arrival=trace.arrival_s.astype(np.float64), prompt=trace.prompt.astype(np.int64),
             predicted=np.zeros(n), features=np.zeros((n, 3)), out=np.zeros(n, np.int64),
             computed=np.zeros(n, np.int64), first_token=np.full(n, np.nan),
+            ready=np.zeros(n, np.int64) if disaggregate is not None else None,
         )
         self.state = np.full(n, FUTURE, np.int8)
         self.finish = np.full(n, np.nan)
@@ -193,6 +230,13 @@ class ServingSimulator:
         self.kvbase = np.zeros(n, np.int64)
         self.held = np.zeros(n, np.int64)
         self.baseline_pred = np.zeros(n)
+        self.hit = np.zeros(n, np.int64)  # blocks of a running request that the prefix cache holds
+        self.cached_first = np.full(n, -1, np.int64)  # prefix-cache hit tokens at first admission
+        self.qtok = np.zeros(n, np.int64)  # uncached prompt tokens a waiting request adds to its queue
+        self.reason: dict[int, str] = {}  # rejected at the front end: why
+        self._slo_class = trace.slo_class
+        structure = trace.prefix if trace.prefix is not None else None
+        use_cache = prefix_cache and not self.request_level
         self._kv_feature = kv_growth_feature(shape.kv_bytes_per_token)
         self._observe: list[tuple[float, int]] = []
         self._bs = budget.block_tokens
@@ -214,11 +258,16 @@ class ServingSimulator:
                     waiting=shared if self.router.shared else [], free_blocks=self._total,
                     step=step, ttft_ms=ttft_ms, tpot_ms=tpot_ms,
                 )
-                self.replicas.append(_Replica(r, k, batchers[r], view, self._bs))
+                replica = _Replica(r, k, batchers[r], view, self._bs)
+                if use_cache and (disaggregate is None or k == 0):
+                    replica.cache = view.prefix = PrefixCache(
+                        structure if structure is not None else PrefixStructure.none(n), self.book.prompt, self._bs)
+                self.replicas.append(replica)
                 members.append(r)
             self._pool_members.append(members)
         self._alloc = [BlockAllocator(self._total) for _ in self.replicas] if audit else []
-        handlers: list[Callable[[float, int], None]] = [self._on_arrival, self._on_wake]
+        self._query = RouteQuery()
+        handlers: list[Callable[[float, int], None]] = [self._on_arrival, self._on_wake, self._on_sent]
         self.loop = EventLoop(handlers, arrival_kind=_ARRIVAL)
 
     # ------------------------------------------------------------------ run
@@ -239,9 +288,12 @@ class ServingSimulator:
             if gc_was:
                 gc.enable()
         mem_t, mem_v, peaks = self._memory_series(float(arr[0]) if len(arr) else 0.0)
-        left = (self.state != DONE) & (self.state != DROPPED)
+        left = (self.state != DONE) & (self.state != DROPPED) & (self.state != REJECTED)
         self.state[left] = DROPPED  # never served: a batcher kept them waiting to the end
         seen = (self._delta_lo, self._delta_hi) if self._delta_lo <= self._delta_hi else None
+        models = [r.batcher.step_model for r in self.replicas  # type: ignore[attr-defined]
+                  if getattr(r.batcher, "opts", {}).get("step_model") == "online"]
+        step_err = models[0].merge_errors(models[1:]) if models else None
         return ServingRun(
             policy=self.policy, trace=self.trace.source, arrival=self.book.arrival, prompt=self.book.prompt,
             output=self._gen, predicted=self.book.predicted, baseline_pred=self.baseline_pred,
@@ -249,7 +301,9 @@ class ServingSimulator:
             preemptions=self.preempt, mem_t=mem_t, mem_mib=mem_v, replica_peak_mib=peaks,
             iterations=self._iterations,
             events=self.loop.processed, wall_s=time.perf_counter() - t0, pools=self.pools.replicas,
-            kv_pool_mib=self.budget.total_mib, delta_seen=seen,
+            kv_pool_mib=self.budget.total_mib, delta_seen=seen, step_model_error=step_err,
+            cached_tokens=self.cached_first if any(r.cache is not None for r in self.replicas) else None,
+            reject_reason=dict(self.reason), slo_class=self._slo_class,
         )
 
     # ------------------------------------------------------------- arrivals
@@ -286,10 +340,44 @@ class ServingSimulator:
             for r in members:
                 self._notify(reps[r], now)
         else:
-            outstanding = [len(reps[r].queue) + reps[r].view.running for r in members]
-            rep = reps[self.router.pick(members, outstanding)]
+            q = self._query
+            q.request, q.prompt = i, p
+            q.slo_class = int(self._slo_class[i]) if self._slo_class is not None else 0
+            q.outstanding = [len(reps[r].queue) + reps[r].view.running for r in members]
+            caches = [reps[r].cache for r in members]
+            q.matched = [c.hit_blocks(i, p) * self._bs if c is not None else 0 for c in caches] \
+                if self.router.uses_prefix else [0] * len(members)
+            k = members.index(self.router.pick(members, q))
+            if self.admission is not None:
+                k = self._admit(i, q, members, k)
+                if k < 0:
+                    return
+            rep = reps[members[k]]
+            own = p - (q.matched[k] if self.router.uses_prefix else 0)
+            self.qtok[i] = own
+            rep.qtok += own
             rep.queue.append(i)
             self._notify(rep, now)
+
+    def _admit(self, i: int, q: RouteQuery, members: list[int], k: int) -> int:
+        """Admission control: the chosen replica if its predicted TTFT keeps the target, else the
+        first other replica that does, else -1 (rejected, with the reason)."""
+        adm = self.admission
+        assert adm is not None
+        target = adm.slack * adm.target(q.slo_class)
+        reps = self.replicas
+        best = math.inf
+        for j in [k, *(x for x in range(len(members)) if x != k)]:
+            r = reps[members[j]]
+            own = q.prompt - q.matched[j]
+            t = adm.predicted_ttft_ms(r.qtok + sum(int(self.book.prefill_len(x) - self.book.computed[x])
+                                                   for x in r.prefilling), own, r.pf_rate)
+            if t <= target:
+                return j
+            best = min(best, t)
+        self.state[i] = REJECTED
+        self.reason[i] = f"predicted TTFT {best:.0f} ms > {target:.0f} ms on every replica"
+        return -1
 
     def _notify(self, rep: _Replica, now: float) -> None:
         """A request joined ``rep``'s queue at ``now``: wake an idle replica, or end a decode span
@@ -339,10 +427,12 @@ class ServingSimulator:
         """Blocks ``rep`` holds after its decoders take ``n`` more steps."""
         if rep.pad_b:
             return rep.pad_b * (-(-(rep.pad_len + rep.counter + n) // self._bs))
-        return self._dec_blocks(rep, n) + rep.held
+        used = self._dec_blocks(rep, n) + rep.held
+        return used if rep.cache is None else used - rep.dec_hit + rep.cache.pinned
 
     def _add_decoder(self, rep: _Replica, i: int, base: int) -> None:
         self.kvbase[i] = base
+        rep.dec_hit += int(self.hit[i])
         rep.decoding.append(i)
         rep.sumbase += base
         q, r = divmod(base, self._bs)
@@ -350,6 +440,7 @@ class ServingSimulator:
         rep.res[r] += 1
 
     def _drop_decoder_stats(self, rep: _Replica, i: int) -> None:
+        rep.dec_hit -= int(self.hit[i])
         base = int(self.kvbase[i])
         rep.sumbase -= base
         q, r = divmod(base, self._bs)
@@ -374,6 +465,8 @@ class ServingSimulator:
                 self._mark(rep, now)
             return
         view.free_blocks = self._total - self._blocks_after(rep, 0)
+        if rep.cache is not None:
+            rep.cache.fit(view.free_blocks)
         view.kv_tokens = len(rep.decoding) * rep.counter + rep.sumbase
         plan = rep.batcher.plan(view)
         if self._track_delta:
@@ -386,6 +479,7 @@ class ServingSimulator:
             gone = set(plan.reject)
             rep.queue[:] = [j for j in rep.queue if j not in gone]
             self.state[list(gone)] = DROPPED
+            rep.qtok -= int(self.qtok[list(gone)].sum())
         rep.timer = plan.wake_at
         if plan.prefill:
             self._start_iteration(rep, now, plan)
@@ -404,14 +498,19 @@ class ServingSimulator:
         tokens = 0
         sq = 0.0
         admitted: list[int] = []
+        view = rep.view
+        starts: dict[int, tuple[int, int]] = {}
         for i, t in plan.prefill:
             st = self.state[i]
             if st == WAITING:
                 admitted.append(i)
+                starts[i] = (view.cached_tokens(i), view.admit_blocks(i))
+                c = starts[i][0]
             elif st != PREFILL or i not in rep.prefilling:
                 raise RuntimeError(f"batcher scheduled prefill for request {i} in state {st}")
+            else:
+                c = int(book.computed[i])
             length = book.prefill_len(i)
-            c = int(book.computed[i])
             if t < 1 or c + t > length:
                 raise RuntimeError(f"bad prefill chunk {t} for request {i} ({c}/{length} done)")
             tokens += t
@@ -422,19 +521,28 @@ class ServingSimulator:
                 raise RuntimeError("batcher admitted requests that are not in its queue")
             rep.queue[:] = [j for j in rep.queue if j not in gone]
             need = 0
+            cache = rep.cache
             for i in admitted:
                 self.state[i] = PREFILL
-                book.computed[i] = 0
+                c0, blocks = starts[i]
+                book.computed[i] = c0
+                rep.qtok -= int(self.qtok[i])
                 rep.prefilling.append(i)
                 if not self.request_level:
                     h = -(-book.prefill_len(i) // bs)
+                    if cache is not None and (book.ready is None or book.ready[i] <= 0):
+                        hit = cache.acquire(i, book.prefill_len(i), first=self.cached_first[i] < 0)
+                        if self.cached_first[i] < 0:
+                            self.cached_first[i] = hit * bs
+                        self.hit[i] = hit
+                        h -= hit
                     self.held[i] = h
-                    need += h
-                    if self.audit:
-                        self._alloc[rep.idx].ensure(int(i), h)
+                    rep.held += h
+                    need += blocks
+            if self.audit and not self.request_level:
+                self._audit_sync(rep)
             if need > rep.view.free_blocks:
                 raise RuntimeError(f"batcher admitted {need} blocks with {rep.view.free_blocks} free")
-            rep.held += need
         if self.request_level:
             lens = [book.prefill_len(i) for i, _ in plan.prefill]
             rep.pad_b, rep.pad_len, rep.counter = len(lens), max(lens), 0
@@ -449,8 +557,12 @@ class ServingSimulator:
             self._preempt(rep, now, 1)
             decode = bool(rep.decoding)
         b = len(rep.decoding) if decode else 0
-        ms = self.step.iteration_ms(tokens, sq, b, b * rep.counter + rep.sumbase if b else 0)
+        kv = b * rep.counter + rep.sumbase if b else 0
+        ms = self.step.iteration_ms(tokens, sq, b, kv)
+        rep.obs = (tokens, sq, b, float(kv))
         rep.span_n = 1 if decode else 0
+        if rep.cache is not None:
+            rep.cache.fit(self._total - self._blocks_after(rep, rep.span_n))
         self._iterations += 1
         rep.kv_start = self._kv_mib(rep, 0)
         rep.kv_end = self._kv_mib(rep, rep.span_n)
@@ -461,6 +573,10 @@ class ServingSimulator:
 
     def _finish_iteration(self, rep: _Replica, now: float) -> None:
         book = self.book
+        ms = (now - rep.span_t0) * 1000.0
+        rep.batcher.observe_iteration(*rep.obs, ms)
+        if self.admission is not None:
+            rep.pf_rate = self.admission.update_rate(rep.pf_rate, rep.obs[0], ms)
         if rep.span_n:
             rep.counter += 1
             self._complete_due(rep, now)
@@ -476,8 +592,18 @@ class ServingSimulator:
             book.computed[i] = 0
             rep.held -= int(self.held[i])
             self.held[i] = 0
+            if rep.cache is not None:
+                self.hit[i] += rep.cache.publish(i, length)
             if book.out[i] >= self._gen[i]:
                 self._done(rep, i, now)
+                continue
+            if self.disagg is not None and rep.pool == 0:  # send the KV to the decode pool
+                self.state[i] = SENDING
+                self.held[i] = -(-length // self._bs) - int(self.hit[i])
+                rep.held += int(self.held[i])
+                rep.sending.append(i)
+                self.loop.schedule(now + self.disagg.transfer_s(length, self.shape.kv_bytes_per_token), _SENT,
+                                   i * len(self.replicas) + rep.idx)
                 continue
             self.state[i] = DECODE
             if self.request_level:
@@ -487,6 +613,33 @@ class ServingSimulator:
             heapq.heappush(rep.heap, (rep.counter + int(self._gen[i] - book.out[i]), i))
         if self.request_level:
             self._start_padded_span(rep, now)
+
+    def _on_sent(self, now: float, token: int) -> None:
+        """A KV transfer ended: free it on the prefill replica, queue the request at a decode replica."""
+        nrep = len(self.replicas)
+        i, src = divmod(token, nrep)
+        rep = self.replicas[src]
+        rep.sending.remove(i)
+        rep.held -= int(self.held[i])
+        self.held[i] = 0
+        if rep.cache is not None:
+            rep.cache.release(i, now)
+        self.hit[i] = 0
+        if self.audit:
+            self._alloc[rep.idx].free(int(i))
+        book = self.book
+        assert book.ready is not None
+        book.ready[i] = book.prefill_len(i) - 1
+        self.state[i] = WAITING
+        members = self._pool_members[1]
+        reps = self.replicas
+        dst = reps[min(members, key=lambda r: (len(reps[r].queue) + reps[r].view.running, r))]
+        self.qtok[i] = 1
+        dst.qtok += 1
+        dst.queue.append(i)
+        self._notify(dst, now)
+        if rep.busy == _IDLE:
+            self._schedule(rep, now)  # its freed blocks may admit waiting work
 
     # ------------------------------------------------------ decode spans
     def _start_span(self, rep: _Replica, now: float) -> None:
@@ -546,6 +699,10 @@ class ServingSimulator:
         self._schedule(rep, rep.span_t0 + self.step.decode_span_ms(rep.span_b, rep.span_k0, n) / 1000.0)
 
     def _finish_span(self, rep: _Replica, now: float) -> None:
+        n = rep.span_n
+        if n > 0 and not self.request_level:
+            rep.batcher.observe_iteration(0, 0.0, rep.span_b, rep.span_k0 + rep.span_b * (n - 1) / 2.0,
+                                          (now - rep.span_t0) * 1000.0 / n)
         self._iterations += rep.span_n
         rep.counter += rep.span_n
         rep.kv_start = rep.kv_end
@@ -577,6 +734,10 @@ class ServingSimulator:
     def _done(self, rep: _Replica, i: int, now: float) -> None:
         self.state[i] = DONE
         self.finish[i] = now
+        if rep.cache is not None:
+            rep.cache.publish(i, int(self.book.prompt[i] + self._gen[i]) - 1)
+            rep.cache.release(i, now)
+            self.hit[i] = 0
         heapq.heappush(self._observe, (now, i))
         if self.audit:
             self._alloc[rep.idx].free(int(i))
@@ -625,9 +786,16 @@ class ServingSimulator:
         else:
             raise RuntimeError(f"cannot preempt request {i} in state {st}")
         book.computed[i] = 0
+        if book.ready is not None:
+            book.ready[i] = 0  # recomputed where it is
+        if rep.cache is not None:
+            rep.cache.release(i, rep.view.now)
+            self.hit[i] = 0
         self.state[i] = WAITING
         self.preempt[i] += 1
         rep.queue.insert(0, i)
+        self.qtok[i] = book.prefill_len(i)
+        rep.qtok += int(self.qtok[i])
         if self.audit:
             self._alloc[rep.idx].free(int(i))
 
@@ -670,6 +838,23 @@ class ServingSimulator:
         return xs, total, peaks
 
     # ------------------------------------------------------------ audit
+    def _audit_sync(self, rep: _Replica) -> None:
+        """Mirror ``rep``'s current block counts into its id allocator: every running request owns
+        its private blocks, the prefix cache (-1) its pinned ones; raises ``MemoryError`` when they
+        do not fit. Shrinks go first, so a request that gave blocks to the cache frees them before
+        another grows."""
+        alloc = self._alloc[rep.idx]
+        want: dict[int, int] = {int(i): -(-(rep.counter + int(self.kvbase[i])) // self._bs) - int(self.hit[i])
+                                for i in rep.decoding}
+        want.update({int(i): int(self.held[i]) for i in (*rep.prefilling, *rep.sending)})
+        if rep.cache is not None:
+            want[-1] = rep.cache.pinned
+        for seq in list(alloc.tables):
+            if want.get(seq, 0) < len(alloc.tables[seq]):
+                alloc.free(seq)
+        for seq, blocks in want.items():
+            alloc.ensure(seq, blocks)
+
     def _check(self, rep: _Replica) -> None:
         """Mirror ``rep``'s block counts into its id allocator and check both (``audit=True``)."""
         if self._blocks_after(rep, 0) > self._total:
@@ -677,9 +862,17 @@ class ServingSimulator:
         if self.request_level:
             return  # one padded tensor per batch: no blocks to mirror
         alloc = self._alloc[rep.idx]
-        for i in rep.decoding:
-            alloc.ensure(int(i), -(-(rep.counter + int(self.kvbase[i])) // self._bs))
+        self._audit_sync(rep)
         counted = self._dec_blocks(rep, 0) + rep.held
+        if rep.cache is not None:
+            counted += rep.cache.pinned - rep.dec_hit
+            if rep.cache.unpinned > self._total - counted:
+                raise AssertionError(f"replica {rep.idx}: evictable cache blocks exceed the free pool")
+        for other in self._alloc:  # no request owns blocks on two replicas (e.g. both pools) at once
+            if other is not alloc:
+                both = [q for q in alloc.tables if q >= 0 and alloc.tables[q] and other.tables.get(q)]
+                if both:
+                    raise AssertionError(f"requests {both} hold KV blocks on two replicas")
         if alloc.used != counted:
             raise AssertionError(f"replica {rep.idx}: {alloc.used} blocks by id, {counted} by count")
         alloc.check()

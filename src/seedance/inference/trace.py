@@ -19,6 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from seedance.core.errors import InputError
+from seedance.inference.prefix import PrefixStructure
 from seedance.traces.csvio import csv_records
 
 CONV_TRACE = "azure-llm-inference-2023/AzureLLMInferenceTrace_conv.csv"
@@ -35,12 +36,23 @@ class RequestTrace:
         output: Output tokens per request (>= 1: a prefill always yields one token; a trace's 0
             is read as 1).
         source: Where the trace came from.
+        prefix: Shared-prefix structure per request (system prompts, conversations), if known.
+        slo_class: SLO class per request (index into the deployment's class targets), if any.
     """
+
+    def take(self, idx: NDArray[np.int64] | slice, arrival_s: NDArray[np.float64] | None = None) -> RequestTrace:
+        """Rows ``idx`` (with new arrival times if given), keeping the structure columns."""
+        return RequestTrace(self.arrival_s[idx] if arrival_s is None else arrival_s, self.prompt[idx],
+                            self.output[idx], self.source,
+                            self.prefix.take(idx) if self.prefix is not None else None,
+                            self.slo_class[idx] if self.slo_class is not None else None)
 
     arrival_s: NDArray[np.float64]
     prompt: NDArray[np.int64]
     output: NDArray[np.int64]
     source: str = ""
+    prefix: PrefixStructure | None = None
+    slo_class: NDArray[np.int64] | None = None
 
     def __len__(self) -> int:
         return int(self.arrival_s.shape[0])
@@ -60,7 +72,7 @@ class RequestTrace:
         if not (rate_scale > 0 and math.isfinite(rate_scale)):
             raise InputError(f"must be a finite number > 0, got {rate_scale}", source="--rate-scale")
         t0 = self.arrival_s[0] if len(self) else 0.0
-        return RequestTrace(t0 + (self.arrival_s - t0) / rate_scale, self.prompt, self.output, self.source)
+        return self.take(slice(None), t0 + (self.arrival_s - t0) / rate_scale)
 
     def head(self, *, seconds: float | None = None, count: int | None = None) -> RequestTrace:
         """The requests of the first ``seconds`` (after the first arrival) and/or the first ``count``."""
@@ -69,7 +81,7 @@ class RequestTrace:
             n = int(np.searchsorted(self.arrival_s, self.arrival_s[0] + seconds, side="right"))
         if count is not None:
             n = min(n, count)
-        return RequestTrace(self.arrival_s[:n], self.prompt[:n], self.output[:n], self.source)
+        return self.take(slice(0, n))
 
 
 def from_arrays(arrival_s: object, prompt: object, output: object, source: str = "arrays") -> RequestTrace:

@@ -29,6 +29,7 @@ from numpy.typing import NDArray
 from seedance.core.errors import InputError
 from seedance.core.registry import Registry
 from seedance.inference.perf import StepTimes
+from seedance.inference.prefix import PrefixCache
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +84,8 @@ class PoolPlan:
 class RequestBook:
     """What a batcher may know about requests (never their true output length).
 
-    Arrays are indexed by request id and owned by the engine; batchers only read them.
+    Arrays are indexed by request id and owned by the engine; batchers only read them. ``ready``
+    (disaggregated serving): KV tokens a request brings with it (transferred from a prefill pool).
     """
 
     arrival: NDArray[np.float64]
@@ -93,6 +95,7 @@ class RequestBook:
     out: NDArray[np.int64]
     computed: NDArray[np.int64]
     first_token: NDArray[np.float64]
+    ready: NDArray[np.int64] | None = None
 
     def prefill_len(self, i: int) -> int:
         """Tokens of ``i``'s (next) prefill: prompt plus output so far (recompute)."""
@@ -117,6 +120,7 @@ class ReplicaView:
         book: Request attributes.
         step: The replica's iteration-time model (``None`` where none is known).
         ttft_ms, tpot_ms: The deployment's SLO targets (batchers may plan against them).
+        prefix: The replica's prefix cache (``None``: no prefix caching).
     """
 
     replica: int
@@ -132,6 +136,26 @@ class ReplicaView:
     step: StepTimes | None = None
     ttft_ms: float = math.inf
     tpot_ms: float = math.inf
+    prefix: PrefixCache | None = None
+
+    def cached_tokens(self, i: int) -> int:
+        """Tokens of waiting request ``i``'s prefill that need no compute: KV it brought with it,
+        else its prefix-cache hit (at least one token is always computed)."""
+        n = self.book.prefill_len(i)
+        ready = self.book.ready
+        if ready is not None and ready[i] > 0:
+            return min(int(ready[i]), n - 1)
+        if self.prefix is not None:
+            return self.prefix.hit_blocks(i, n) * self.block_tokens
+        return 0
+
+    def admit_blocks(self, i: int) -> int:
+        """Free blocks that admitting waiting request ``i`` takes."""
+        n = self.book.prefill_len(i)
+        ready = self.book.ready
+        if self.prefix is not None and (ready is None or ready[i] <= 0):
+            return self.prefix.admit_blocks(i, n)
+        return self.blocks_for(n)
 
     @property
     def kv_usage(self) -> float:
@@ -185,6 +209,12 @@ class Batcher(ABC):
         """Called once before a run: split the replicas into class pools (``None``: one pool).
         ``history`` holds only requests seen before the run's first arrival."""
         return None
+
+    def observe_iteration(self, prefill_tokens: int, sq_tokens: float, decoders: int, kv_tokens: float,
+                          ms: float) -> None:
+        """Called by the engine after each iteration it ran with its measured duration (a span of
+        pure decode steps: once, with its mean step). Default: ignored."""
+        return
 
     def victims(self, view: ReplicaView, blocks_needed: int) -> list[int]:
         """Called when the next decode step needs ``blocks_needed`` more blocks than are free;
@@ -263,8 +293,8 @@ def fcfs_fit(view: ReplicaView, candidates: Sequence[int], *, max_seqs: int, max
     tokens = 0
     out: list[int] = []
     for i in candidates:
-        n = view.book.prefill_len(i)
-        need = view.blocks_for(n)
+        n = view.book.prefill_len(i) - view.cached_tokens(i)
+        need = view.admit_blocks(i)
         if seqs + 1 > max_seqs or need > free or (out and tokens + n > max_tokens):
             break
         out.append(i)
@@ -303,8 +333,8 @@ class ChunkFill:
 
     def admit(self, i: int) -> bool:
         """Start waiting request ``i`` with a chunk; ``False`` (nothing taken) when it does not fit."""
-        n = self.view.book.prefill_len(i)
-        need = self.view.blocks_for(n)
+        n = self.view.book.prefill_len(i) - self.view.cached_tokens(i)
+        need = self.view.admit_blocks(i)
         if self.budget <= 0 or self.seqs + 1 > self.max_seqs or need > self.free:
             return False
         t = min(n, self.budget)

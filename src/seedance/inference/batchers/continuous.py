@@ -31,7 +31,8 @@ class ContinuousBatcher(Batcher):
                 watermark_blocks=int(float(self.opts["watermark"]) * view.total_blocks),
             )
             if admit:
-                return Plan(prefill=tuple((i, view.book.prefill_len(i)) for i in admit), decode=False)
+                return Plan(prefill=tuple((i, view.book.prefill_len(i) - view.cached_tokens(i)) for i in admit),
+                            decode=False)
         return Plan()
 
 

@@ -8,8 +8,12 @@ NOTE(seedance): the algorithm, once (whitepaper §2.1, read in SPEC-MAP.md).
      join a batch together.
   3. Iteration budget. Every iteration decodes all running requests and may add prefill work
      (chunks, as in Sarathi). The prefill tokens are capped so that the iteration's predicted time
-     (from the replica's measured step-time profile, the batch size and the KV tokens the decodes
-     attend to) stays within ``iteration_share`` of the TPOT target. Every running request's TPOT
+     (the batch size and the KV tokens the decodes attend to, priced by an
+     :class:`~seedance.inference.stepmodel.OnlineStepModel` fitted to the durations of the
+     iterations this replica has run: ``step_model="online"``, the default; or by the replica's
+     step-time profile, ``step_model="profile"``, which in the simulator *is* the ground truth and
+     so is an oracle kept only for comparison) stays within ``iteration_share`` of the TPOT target.
+     Before the online model has ``warmup`` observations, the budget is ``min_chunk``. Every running request's TPOT
      is a mean of iteration times, so it stays within the target while the decodes alone fit;
      load turns into queueing (TTFT), which is where the SLO leaves room. When the oldest waiting
      request has used ``ttft_guard`` of its TTFT target, at least ``min_chunk`` tokens are
@@ -43,6 +47,7 @@ from seedance.inference.batchers.base import (
     ReplicaView,
     RequestHistory,
 )
+from seedance.inference.stepmodel import OnlineStepModel
 
 
 def adaptive_delta(base: float, usage: float, *, shrink_at: float = 0.85, shrink_to: float = 0.3) -> float:
@@ -100,6 +105,7 @@ class SeedanceBatcher(Batcher):
         "watermark": 0.01,
         "window": 64,
         "pools": 1,
+        "step_model": "online",
     }
 
     def __init__(self, **opts: Any) -> None:
@@ -114,7 +120,18 @@ class SeedanceBatcher(Batcher):
 
             raise InputError("seedance: shrink_at and shrink_to must be in (0, 1]", source="--batcher-option",
                              field="shrink_to")
+        if self.opts["step_model"] not in ("online", "profile"):
+            from seedance.core.errors import InputError
+
+            raise InputError(f"seedance: step_model must be online or profile, got {self.opts['step_model']!r}",
+                             source="--batcher-option", field="step_model")
         self.last_delta = float(self.opts["delta"])
+        self.step_model = OnlineStepModel()
+
+    def observe_iteration(self, prefill_tokens: int, sq_tokens: float, decoders: int, kv_tokens: float,
+                          ms: float) -> None:
+        """The engine measured one iteration (a decode span: its mean step)."""
+        self.step_model.observe(prefill_tokens, sq_tokens, decoders, kv_tokens, ms)
 
     def delta(self, view: ReplicaView) -> float:
         """δ at the view's KV usage."""
@@ -125,14 +142,21 @@ class SeedanceBatcher(Batcher):
         """Prefill tokens the next iteration may add without exceeding the TPOT bound."""
         cap = int(self.opts["max_num_batched_tokens"])
         b = len(view.decoding)
-        step = view.step
-        if b == 0 or step is None or not math.isfinite(view.tpot_ms):
+        if b == 0 or not math.isfinite(view.tpot_ms):
             return cap
-        limit = float(self.opts["iteration_share"]) * view.tpot_ms - step.kv_ms_per_token * view.kv_tokens
-        if step.decode_base(b) > limit:
-            tokens = 0
+        limit = float(self.opts["iteration_share"]) * view.tpot_ms
+        if self.opts["step_model"] == "profile":
+            step = view.step
+            if step is None:
+                return cap
+            limit -= step.kv_ms_per_token * view.kv_tokens
+            if step.decode_base(b) > limit:
+                tokens = 0
+            else:
+                tokens = max(step.max_prefill_tokens(limit, cap + b) - b, 0)
         else:
-            tokens = max(step.max_prefill_tokens(limit, cap + b) - b, 0)
+            est = self.step_model.max_prefill_tokens(limit, b, view.kv_tokens, cap)
+            tokens = int(self.opts["min_chunk"]) if est is None else est
         if tokens < int(self.opts["min_chunk"]) and view.waiting and math.isfinite(view.ttft_ms):
             waited = (view.now - float(view.book.arrival[view.waiting[0]])) * 1000.0
             if waited >= float(self.opts["ttft_guard"]) * view.ttft_ms or view.prefilling:
