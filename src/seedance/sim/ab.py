@@ -27,11 +27,14 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
+from numpy.typing import NDArray
 
 from seedance.core.catalog import PriceBook
 from seedance.core.cluster import ClusterSpec
 from seedance.core.errors import InputError
 from seedance.core.registry import Registry
+from seedance.core.resources import SliceBackend
+from seedance.sim.interference import InterferenceModel, effective_runtimes
 from seedance.sim.replay import ReplaySimulation, scale_cluster
 from seedance.sim.tiered import Segments, TieredReplay, gpu_mask, node_prices
 from seedance.tiers.availability import attainment_overall, pod_availability, tier_availability
@@ -57,6 +60,11 @@ class ABOptions:
         queue_order: Queue order of the shared variant.
         tier_config: Tiers (B) and the QoS mapping used to report A per tier.
         prices: GPU prices.
+        interference: Slowdown of pods sharing a GPU, applied by the accounting to both variants
+            (``seedance.sim.interference``); ``None`` = shares run at isolated speed.
+        interference_charge: Whose availability the slowdown is charged to: ``isolated-tiers`` (the
+            tiers whose contract excludes MPS and time-slicing, Gold and Silver by default; Bronze
+            accepts shared backends) or ``all``. Lost throughput counts in utilisation and cost either way.
     """
 
     policy: str = "best-fit"
@@ -64,6 +72,8 @@ class ABOptions:
     queue_order: str = "fifo"
     tier_config: TierConfig = DEFAULT_TIER_CONFIG
     prices: PriceBook = field(default_factory=PriceBook)
+    interference: InterferenceModel | None = None
+    interference_charge: str = "isolated-tiers"
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,14 +192,23 @@ def summarize(
     span = max(t1 - t0, 1e-9)
     gpus = spec.total_gpus
     dur = seg.end - seg.start
-    useful = float((seg.req_milli * np.maximum(dur - seg.lost_s, 0.0)).sum()) / 1000.0
+    seg_end, slowed = seg.end, None
+    if opts.interference is not None:  # shares on one GPU progress slower: less effective run time
+        slowed = effective_runtimes(
+            spec, opts.interference, n_pods=len(trace), pod=seg.pod, start=seg.start, end=seg.end, node=seg.node,
+            alloc_milli=seg.alloc_milli, gpu_mask=seg.gpu_mask,
+        )
+        charged = _charged_tiers(opts)[pod_tiers(trace, opts.tier_config)[seg.pod]]
+        seg_end = np.where(charged, seg.start + slowed.effective_s, seg.end)
+    eff = dur if slowed is None else slowed.effective_s
+    useful = float((seg.req_milli * np.maximum(eff - seg.lost_s, 0.0)).sum()) / 1000.0
     held = float((seg.alloc_milli * dur).sum()) / 1000.0
     lost = float((seg.req_milli * seg.lost_s).sum()) / 1000.0
     held_usd = float((seg.alloc_milli * dur * seg.usd_per_gpu_hour).sum()) / 1000.0 / 3600.0
     prices = node_prices(spec, opts.prices)
     cluster_usd = sum(n.gpu_count * p for n, p in zip(spec.nodes, prices, strict=True)) * span / 3600.0
     tiers = tier_availability(
-        trace.creation, trace.deletion, pod_tiers(trace, opts.tier_config), seg.pod, seg.start, seg.end,
+        trace.creation, trace.deletion, pod_tiers(trace, opts.tier_config), seg.pod, seg.start, seg_end,
         opts.tier_config,
     )
     ran, _ = pod_availability(trace.creation, trace.deletion, seg.pod, seg.start, seg.end)
@@ -220,12 +239,30 @@ def summarize(
         "decisions": run.decisions,
         "wall_s": round(run.wall_s, 3),
     }
+    if slowed is not None and opts.interference is not None:
+        out["interference"] = {**slowed.summary(seg.req_milli, opts.interference.name),
+                               "charged_to": opts.interference_charge}
     if run.used_gpu_milli_s is not None:
         out["gpu_seconds_check"] = {
             "segments_gpu_s": round(held, 3),
             "state_integral_gpu_s": round(run.used_gpu_milli_s / 1000.0, 3),
         }
     return out
+
+
+INTERFERENCE_CHARGES = ("isolated-tiers", "all")
+_SHARED_BACKENDS = (SliceBackend.MPS, SliceBackend.TIME_SLICING)
+
+
+def _charged_tiers(opts: ABOptions) -> NDArray[np.bool_]:
+    """Per tier index: is interference charged to its availability (see ``ABOptions``)?"""
+    if opts.interference_charge not in INTERFERENCE_CHARGES:
+        raise InputError(f"unknown interference charge {opts.interference_charge!r}; valid: "
+                         + ", ".join(INTERFERENCE_CHARGES), source="--interference-charge")
+    specs = [opts.tier_config.tiers[t] for t in opts.tier_config.names()]
+    if opts.interference_charge == "all":
+        return np.ones(len(specs), dtype=np.bool_)
+    return np.array([not any(b in s.allowed_backends for b in _SHARED_BACKENDS) for s in specs], dtype=np.bool_)
 
 
 def run_ab(
