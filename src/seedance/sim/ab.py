@@ -34,7 +34,13 @@ from seedance.core.cluster import ClusterSpec
 from seedance.core.errors import InputError
 from seedance.core.registry import Registry
 from seedance.core.resources import SliceBackend
-from seedance.sim.interference import InterferenceModel, effective_runtimes
+from seedance.sim.interference import (
+    INTERFERENCE_MODELS,
+    InterferenceModel,
+    InterferenceOptions,
+    effective_runtimes,
+    make_interference,
+)
 from seedance.sim.replay import ReplaySimulation, scale_cluster
 from seedance.sim.tiered import Segments, TieredReplay, gpu_mask, node_prices
 from seedance.tiers.availability import attainment_overall, pod_availability, tier_availability
@@ -315,6 +321,8 @@ def ab_payload(
     tier_config: TierConfig = DEFAULT_TIER_CONFIG,
     pool_rule: str = "priority",
     series: bool = False,
+    interference: str | None = None,
+    interference_charge: str = "isolated-tiers",
 ) -> dict[str, Any]:
     """Everything ``seedancectl simulate --mode replay --ab ...`` prints (JSON-ready)."""
     from pathlib import Path
@@ -326,7 +334,9 @@ def ab_payload(
     results: list[dict[str, Any]] = []
     pools: dict[str, Any] = {}
     for s in seeds:
-        opts = ABOptions(policy=policy, seed=s, queue_order=queue_order, tier_config=tier_config)
+        model = None if interference is None else make_interference(interference, InterferenceOptions(seed=s))
+        opts = ABOptions(policy=policy, seed=s, queue_order=queue_order, tier_config=tier_config,
+                         interference=model, interference_charge=interference_charge)
         recs, plan = run_ab(
             spec, trace, variants, capacity_scale=capacity_scale, opts=opts, pool_rule=pool_rule, series=series
         )
@@ -341,6 +351,10 @@ def ab_payload(
         "qos_map": dict(tier_config.qos_map),
         "pools": pools,
         "whitepaper_claim": WHITEPAPER_CLAIM,
+        "interference": None if interference is None else {
+            "model": interference, "charged_to": interference_charge,
+            "source": INTERFERENCE_MODELS.get(interference).source,
+        },
         "results": results,
     }
 
@@ -376,8 +390,10 @@ def render_ab(payload: dict[str, Any], output: str) -> Any:
 
     targets = ", ".join(f"{t} {payload['results'][0]['tiers'][t]['target_pct']:g}%" for t in tiers)
     claim = payload["whitepaper_claim"]
+    inter = payload.get("interference")
     table = Table(
-        title=f"A/B replay, trace {payload['trace']}, capacity scale {payload['capacity_scale']:g}",
+        title=f"A/B replay, trace {payload['trace']}, capacity scale {payload['capacity_scale']:g}"
+        + (f", interference {inter['model']} (charged to {inter['charged_to']})" if inter else ""),
         caption=(
             f"tier att % = share of pods with availability >= target ({targets}); "
             f"whitepaper §2.2 claim: util {claim['shared']['utilization_pct']:g}% -> "
@@ -407,6 +423,9 @@ def ab_from_cli(
     capacity_scale: float,
     queue_order: str,
     end: str,
+    *,
+    interference: str | None = None,
+    interference_charge: str = "isolated-tiers",
 ) -> dict[str, Any]:
     """Validate ``seedancectl simulate --ab ...`` options and build the payload.
 
@@ -427,7 +446,13 @@ def ab_from_cli(
     from seedance.scheduling.queueing import QUEUE_ORDERS
 
     QUEUE_ORDERS.get(queue_order)
+    if interference is not None:
+        INTERFERENCE_MODELS.get(interference)
+    if interference_charge not in INTERFERENCE_CHARGES:
+        raise InputError(f"unknown interference charge {interference_charge!r}; valid: "
+                         + ", ".join(INTERFERENCE_CHARGES), source="--interference-charge")
     return ab_payload(
         str(nodes_path), str(pod_paths[0]), variants, capacity_scale=capacity_scale, seeds=list(seeds),
-        policy=pol, queue_order=queue_order, series=True,
+        policy=pol, queue_order=queue_order, series=True, interference=interference,
+        interference_charge=interference_charge,
     )
