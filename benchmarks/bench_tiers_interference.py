@@ -3,7 +3,7 @@ shared scheduling (A) and tiered binding (B) meet Gold 99.95 / Silver 99.5 / Bro
 
 Run: ``.venv/bin/python benchmarks/bench_tiers_interference.py [--interference gavel-pair]
 [--charge isolated-tiers|all] [--policies best-fit,random] [--seeds 0] [--lo 0.001 --hi 0.02 --step 0.0005]
-[--coarse 0.03,0.05,0.1,0.2,0.5,1.0] [--workers 1] [--json out.json]``
+[--coarse 0.03,0.05,0.1,0.2,0.3,0.4,0.5,0.75,1.0] [--workers 1] [--json out.json]``
 
 Both variants replay all 8,152 pods of the default trace on the same scaled, labelled cluster with the
 same placement policy; afterwards the interference model (``seedance.sim.interference``) rescales
@@ -64,7 +64,7 @@ def main() -> None:
     ap.add_argument("--lo", type=float, default=0.001)
     ap.add_argument("--hi", type=float, default=0.02)
     ap.add_argument("--step", type=float, default=0.0005)
-    ap.add_argument("--coarse", default="0.03,0.05,0.1,0.2,0.5,1.0")
+    ap.add_argument("--coarse", default="0.03,0.05,0.1,0.2,0.3,0.4,0.5,0.75,1.0")
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
