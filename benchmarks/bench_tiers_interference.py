@@ -2,7 +2,8 @@
 shared scheduling (A) and tiered binding (B) meet Gold 99.95 / Silver 99.5 / Bronze 95.
 
 Run: ``.venv/bin/python benchmarks/bench_tiers_interference.py [--interference gavel-pair]
-[--charge isolated-tiers|all] [--policies best-fit,random] [--seeds 0] [--lo 0.001 --hi 0.02 --step 0.0005]
+[--charge isolated-tiers|all] [--tiers default|isolated-bronze] [--policies best-fit,random]
+[--seeds 0] [--lo 0.001 --hi 0.02 --step 0.0005]
 [--coarse 0.03,0.05,0.1,0.2,0.3,0.4,0.5,0.75,1.0] [--workers 1] [--json out.json]``
 
 Both variants replay all 8,152 pods of the default trace on the same scaled, labelled cluster with the
@@ -11,7 +12,9 @@ the time every share spent beside partners on its GPU. The scheduler never sees 
 ``--policies`` is a tuning knob of both variants (``best-fit`` is the default; ``random`` spreads
 shares, the registered policy that co-locates least); the summary gives, per variant and policy,
 the smallest scale at which it meets every target, the smallest scale from which it meets them at
-every larger scale of the sweep, and the tuned figure (best policy).
+every larger scale of the sweep, and the tuned figure (best policy). ``--tiers isolated-bronze``
+takes MPS and time-slicing away from Bronze too (its shares become whole GPUs, and with
+``--charge isolated-tiers`` its availability is then charged as well): no GPU is shared in B at all.
 """
 
 from __future__ import annotations
@@ -21,8 +24,10 @@ import json
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
+from seedance.core.resources import SliceBackend
 from seedance.sim.ab import ABOptions, prepare_cluster, run_ab
 from seedance.sim.interference import InterferenceOptions, make_interference
+from seedance.tiers import DEFAULT_TIER_CONFIG, TierConfig
 from seedance.traces import load_nodes, load_pods
 from seedance.traces.paths import DEFAULT_NODES, DEFAULT_PODS, data_file
 
@@ -30,11 +35,21 @@ TIERS = ("gold", "silver", "bronze")
 VARIANTS = ("shared", "tiered")
 
 
-def one(job: tuple[float, int, str, str, str]) -> dict[str, Any]:
-    scale, seed, policy, model, charge = job
+def tier_config(name: str) -> TierConfig:
+    if name == "isolated-bronze":
+        tiers = dict(DEFAULT_TIER_CONFIG.tiers)
+        isolated = (SliceBackend.WHOLE, SliceBackend.MIG)
+        tiers["bronze"] = tiers["bronze"].model_copy(update={"allowed_backends": isolated})
+        return DEFAULT_TIER_CONFIG.model_copy(update={"tiers": tiers})
+    return DEFAULT_TIER_CONFIG
+
+
+def one(job: tuple[float, int, str, str, str, str]) -> dict[str, Any]:
+    scale, seed, policy, model, charge, tiers = job
     spec, trace = load_nodes(data_file(DEFAULT_NODES)), load_pods(data_file(DEFAULT_PODS))
     interference = None if model == "none" else make_interference(model, InterferenceOptions(seed=seed))
-    opts = ABOptions(policy=policy, seed=seed, interference=interference, interference_charge=charge)
+    opts = ABOptions(policy=policy, seed=seed, interference=interference, interference_charge=charge,
+                     tier_config=tier_config(tiers))
     recs, plan = run_ab(spec, trace, list(VARIANTS), capacity_scale=scale, opts=opts, series=False)
     return {"scale": scale, "seed": seed, "policy": policy, "shared": recs[0], "tiered": recs[1],
             "pools": plan.to_json()}
@@ -59,6 +74,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--interference", default="gavel-pair")
     ap.add_argument("--charge", default="isolated-tiers", choices=["isolated-tiers", "all"])
+    ap.add_argument("--tiers", default="default", choices=["default", "isolated-bronze"])
     ap.add_argument("--policies", default="best-fit,random")
     ap.add_argument("--seeds", default="0")
     ap.add_argument("--lo", type=float, default=0.001)
@@ -78,13 +94,13 @@ def main() -> None:
     for seed in seeds:
         seen: dict[tuple[str, ...], float] = {}
         for sc in scales:
-            cluster, _ = prepare_cluster(spec, trace, capacity_scale=sc, seed=seed)
+            cluster, _ = prepare_cluster(spec, trace, capacity_scale=sc, seed=seed, tier_config=tier_config(args.tiers))
             key = tuple(x.name for x in cluster.nodes)
             if key in seen:
                 alias[(sc, seed)] = seen[key]
             else:
                 seen[key] = sc
-                jobs += [(sc, seed, p, args.interference, args.charge) for p in policies]
+                jobs += [(sc, seed, p, args.interference, args.charge, args.tiers) for p in policies]
     with ProcessPoolExecutor(max_workers=args.workers) as pool:
         done = {(r["scale"], r["seed"], r["policy"]): r for r in pool.map(one, jobs)}
     rows = []
@@ -93,7 +109,7 @@ def main() -> None:
             for sc in scales:
                 src = alias.get((sc, seed), sc)
                 rows.append({**done[(src, seed, p)], "scale": sc})
-    print(f"interference {args.interference} (charged to: {args.charge}); attainment % per tier "
+    print(f"interference {args.interference} (charged to: {args.charge}; tiers {args.tiers}); attainment % per tier "
           "(targets 99.95 / 99.5 / 95); util = useful work / capacity; $ = cluster $ per GPU-hour of useful "
           "work; lostI = GPU-hours lost to interference")
     head = f"{'gold':>7} {'silver':>7} {'bronze':>7} {'util':>6} {'$':>8} {'lostI':>7} |"
