@@ -241,3 +241,12 @@ def test_simulate_ab_interference_cli(capsys: pytest.CaptureFixture[str], slice_
         code = main(["simulate", "--mode", "replay", "--ab", "shared,tiered", "--pods", str(slice_csv), *args])
         _, err = capsys.readouterr()
         assert code == 2 and message in err and "Traceback" not in err
+
+
+def test_charge_follows_the_tier_contract() -> None:
+    from seedance.sim.ab import _charged_tiers
+
+    assert _charged_tiers(ABOptions()).tolist() == [True, True, False]  # Bronze accepts MPS / time-slicing
+    assert _charged_tiers(ABOptions(interference_charge="all")).tolist() == [True, True, True]
+    with pytest.raises(InputError, match="valid: isolated-tiers, all"):
+        _charged_tiers(ABOptions(interference_charge="some"))
