@@ -101,6 +101,14 @@ def register(app: typer.Typer) -> None:
             str | None,
             typer.Option(help="Replay: A/B of SLA tiers, e.g. 'shared,tiered' (docs/tiers.md)."),
         ] = None,
+        interference: Annotated[
+            str | None,
+            typer.Option(help="With --ab: slowdown of pods sharing a GPU: 'gavel-pair' or 'mps-llm' (docs/tiers.md)."),
+        ] = None,
+        interference_charge: Annotated[
+            str,
+            typer.Option(help="With --interference: charge slowdowns to 'isolated-tiers' (Gold, Silver) or 'all'."),
+        ] = "isolated-tiers",
         bound: Annotated[
             bool, typer.Option("--bound", help="Inflation: also compute the offline LP bound per trace and seed.")
         ] = False,
@@ -158,7 +166,8 @@ def register(app: typer.Typer) -> None:
             from seedance.sim.ab import ab_from_cli, render_ab
 
             payload = ab_from_cli(
-                ab, mode.value, nodes_path, pod_paths, policy, seed_list, capacity_scale, queue_order, end
+                ab, mode.value, nodes_path, pod_paths, policy, seed_list, capacity_scale, queue_order, end,
+                interference=interference, interference_charge=interference_charge,
             )
             _emit(payload, output, out, lambda p, o: render_ab(p, o.value))
             return

@@ -27,11 +27,20 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
+from numpy.typing import NDArray
 
 from seedance.core.catalog import PriceBook
 from seedance.core.cluster import ClusterSpec
 from seedance.core.errors import InputError
 from seedance.core.registry import Registry
+from seedance.core.resources import SliceBackend
+from seedance.sim.interference import (
+    INTERFERENCE_MODELS,
+    InterferenceModel,
+    InterferenceOptions,
+    effective_runtimes,
+    make_interference,
+)
 from seedance.sim.replay import ReplaySimulation, scale_cluster
 from seedance.sim.tiered import Segments, TieredReplay, gpu_mask, node_prices
 from seedance.tiers.availability import attainment_overall, pod_availability, tier_availability
@@ -57,6 +66,11 @@ class ABOptions:
         queue_order: Queue order of the shared variant.
         tier_config: Tiers (B) and the QoS mapping used to report A per tier.
         prices: GPU prices.
+        interference: Slowdown of pods sharing a GPU, applied by the accounting to both variants
+            (``seedance.sim.interference``); ``None`` = shares run at isolated speed.
+        interference_charge: Whose availability the slowdown is charged to: ``isolated-tiers`` (the
+            tiers whose contract excludes MPS and time-slicing, Gold and Silver by default; Bronze
+            accepts shared backends) or ``all``. Lost throughput counts in utilisation and cost either way.
     """
 
     policy: str = "best-fit"
@@ -64,6 +78,8 @@ class ABOptions:
     queue_order: str = "fifo"
     tier_config: TierConfig = DEFAULT_TIER_CONFIG
     prices: PriceBook = field(default_factory=PriceBook)
+    interference: InterferenceModel | None = None
+    interference_charge: str = "isolated-tiers"
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,14 +198,23 @@ def summarize(
     span = max(t1 - t0, 1e-9)
     gpus = spec.total_gpus
     dur = seg.end - seg.start
-    useful = float((seg.req_milli * np.maximum(dur - seg.lost_s, 0.0)).sum()) / 1000.0
+    seg_end, slowed = seg.end, None
+    if opts.interference is not None:  # shares on one GPU progress slower: less effective run time
+        slowed = effective_runtimes(
+            spec, opts.interference, n_pods=len(trace), pod=seg.pod, start=seg.start, end=seg.end, node=seg.node,
+            alloc_milli=seg.alloc_milli, gpu_mask=seg.gpu_mask,
+        )
+        charged = _charged_tiers(opts)[pod_tiers(trace, opts.tier_config)[seg.pod]]
+        seg_end = np.where(charged, seg.start + slowed.effective_s, seg.end)
+    eff = dur if slowed is None else slowed.effective_s
+    useful = float((seg.req_milli * np.maximum(eff - seg.lost_s, 0.0)).sum()) / 1000.0
     held = float((seg.alloc_milli * dur).sum()) / 1000.0
     lost = float((seg.req_milli * seg.lost_s).sum()) / 1000.0
     held_usd = float((seg.alloc_milli * dur * seg.usd_per_gpu_hour).sum()) / 1000.0 / 3600.0
     prices = node_prices(spec, opts.prices)
     cluster_usd = sum(n.gpu_count * p for n, p in zip(spec.nodes, prices, strict=True)) * span / 3600.0
     tiers = tier_availability(
-        trace.creation, trace.deletion, pod_tiers(trace, opts.tier_config), seg.pod, seg.start, seg.end,
+        trace.creation, trace.deletion, pod_tiers(trace, opts.tier_config), seg.pod, seg.start, seg_end,
         opts.tier_config,
     )
     ran, _ = pod_availability(trace.creation, trace.deletion, seg.pod, seg.start, seg.end)
@@ -220,12 +245,30 @@ def summarize(
         "decisions": run.decisions,
         "wall_s": round(run.wall_s, 3),
     }
+    if slowed is not None and opts.interference is not None:
+        out["interference"] = {**slowed.summary(seg.req_milli, opts.interference.name),
+                               "charged_to": opts.interference_charge}
     if run.used_gpu_milli_s is not None:
         out["gpu_seconds_check"] = {
             "segments_gpu_s": round(held, 3),
             "state_integral_gpu_s": round(run.used_gpu_milli_s / 1000.0, 3),
         }
     return out
+
+
+INTERFERENCE_CHARGES = ("isolated-tiers", "all")
+_SHARED_BACKENDS = (SliceBackend.MPS, SliceBackend.TIME_SLICING)
+
+
+def _charged_tiers(opts: ABOptions) -> NDArray[np.bool_]:
+    """Per tier index: is interference charged to its availability (see ``ABOptions``)?"""
+    if opts.interference_charge not in INTERFERENCE_CHARGES:
+        raise InputError(f"unknown interference charge {opts.interference_charge!r}; valid: "
+                         + ", ".join(INTERFERENCE_CHARGES), source="--interference-charge")
+    specs = [opts.tier_config.tiers[t] for t in opts.tier_config.names()]
+    if opts.interference_charge == "all":
+        return np.ones(len(specs), dtype=np.bool_)
+    return np.array([not any(b in s.allowed_backends for b in _SHARED_BACKENDS) for s in specs], dtype=np.bool_)
 
 
 def run_ab(
@@ -278,6 +321,8 @@ def ab_payload(
     tier_config: TierConfig = DEFAULT_TIER_CONFIG,
     pool_rule: str = "priority",
     series: bool = False,
+    interference: str | None = None,
+    interference_charge: str = "isolated-tiers",
 ) -> dict[str, Any]:
     """Everything ``seedancectl simulate --mode replay --ab ...`` prints (JSON-ready)."""
     from pathlib import Path
@@ -289,7 +334,9 @@ def ab_payload(
     results: list[dict[str, Any]] = []
     pools: dict[str, Any] = {}
     for s in seeds:
-        opts = ABOptions(policy=policy, seed=s, queue_order=queue_order, tier_config=tier_config)
+        model = None if interference is None else make_interference(interference, InterferenceOptions(seed=s))
+        opts = ABOptions(policy=policy, seed=s, queue_order=queue_order, tier_config=tier_config,
+                         interference=model, interference_charge=interference_charge)
         recs, plan = run_ab(
             spec, trace, variants, capacity_scale=capacity_scale, opts=opts, pool_rule=pool_rule, series=series
         )
@@ -304,6 +351,10 @@ def ab_payload(
         "qos_map": dict(tier_config.qos_map),
         "pools": pools,
         "whitepaper_claim": WHITEPAPER_CLAIM,
+        "interference": None if interference is None else {
+            "model": interference, "charged_to": interference_charge,
+            "source": INTERFERENCE_MODELS.get(interference).source,
+        },
         "results": results,
     }
 
@@ -339,8 +390,10 @@ def render_ab(payload: dict[str, Any], output: str) -> Any:
 
     targets = ", ".join(f"{t} {payload['results'][0]['tiers'][t]['target_pct']:g}%" for t in tiers)
     claim = payload["whitepaper_claim"]
+    inter = payload.get("interference")
     table = Table(
-        title=f"A/B replay, trace {payload['trace']}, capacity scale {payload['capacity_scale']:g}",
+        title=f"A/B replay, trace {payload['trace']}, capacity scale {payload['capacity_scale']:g}"
+        + (f", interference {inter['model']} (charged to {inter['charged_to']})" if inter else ""),
         caption=(
             f"tier att % = share of pods with availability >= target ({targets}); "
             f"whitepaper §2.2 claim: util {claim['shared']['utilization_pct']:g}% -> "
@@ -370,6 +423,9 @@ def ab_from_cli(
     capacity_scale: float,
     queue_order: str,
     end: str,
+    *,
+    interference: str | None = None,
+    interference_charge: str = "isolated-tiers",
 ) -> dict[str, Any]:
     """Validate ``seedancectl simulate --ab ...`` options and build the payload.
 
@@ -390,7 +446,13 @@ def ab_from_cli(
     from seedance.scheduling.queueing import QUEUE_ORDERS
 
     QUEUE_ORDERS.get(queue_order)
+    if interference is not None:
+        INTERFERENCE_MODELS.get(interference)
+    if interference_charge not in INTERFERENCE_CHARGES:
+        raise InputError(f"unknown interference charge {interference_charge!r}; valid: "
+                         + ", ".join(INTERFERENCE_CHARGES), source="--interference-charge")
     return ab_payload(
         str(nodes_path), str(pod_paths[0]), variants, capacity_scale=capacity_scale, seeds=list(seeds),
-        policy=pol, queue_order=queue_order, series=True,
+        policy=pol, queue_order=queue_order, series=True, interference=interference,
+        interference_charge=interference_charge,
     )
