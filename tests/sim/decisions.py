@@ -46,7 +46,8 @@ class Recorder:
             self.applied += 1
         else:
             self.released += 1
-        self.hash.update(f"{kind}{p.node}:{','.join(map(str, p.gpus))}:{p.gpu_milli}:{p.cpu_milli}:{p.memory_mib};".encode())
+        gpus = ",".join(map(str, p.gpus))
+        self.hash.update(f"{kind}{p.node}:{gpus}:{p.gpu_milli}:{p.cpu_milli}:{p.memory_mib};".encode())
 
     def summary(self) -> dict[str, Any]:
         return {"applied": self.applied, "released": self.released, "sha256": self.hash.hexdigest()}
