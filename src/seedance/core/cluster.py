@@ -209,6 +209,10 @@ class ClusterState:
         """Distinct nodes changed after change-log position ``pos``, sorted."""
         return np.unique(self._log[pos : self._log_len])
 
+    def change_log(self, pos: int) -> NDArray[np.int64]:
+        """The nodes changed after change-log position ``pos``, in order of change (with repeats)."""
+        return self._log[pos : self._log_len]
+
     def column_of(self, key: Hashable, compute: Callable[[NDArray[np.intp]], NDArray[Any]]) -> NodeColumn:
         """The state-owned per-node column named ``key`` (``compute(nodes)`` gives its values)."""
         col = self._columns.get(key)
@@ -374,12 +378,13 @@ class NodeColumn:
 
     Args:
         state: The state it is derived from.
-        compute: ``compute(nodes)`` returns the values of ``nodes`` (a sorted index array) from
-            the state as it is now; it must depend only on those nodes' own data.
+        compute: ``compute(nodes)`` returns the values of ``nodes`` (an index array) from the
+            state as it is now; it must depend only on those nodes' own data.
 
-    ``get()`` gives every node's value for the state as it is now; ``take(nodes)`` the values of
-    ``nodes`` only. A value, once computed, is reused until its node appears in the change log;
-    ``take`` computes only the asked nodes whose value is missing or stale, in one call (so a
+    ``get()`` gives every node's value for the state as it is now (a read-only view, current until
+    the next change); ``take(nodes)`` the values of ``nodes`` only. A column is read with one of
+    the two, never both. A value, once computed, is reused until its node appears in the change
+    log; ``take`` computes only the asked nodes whose value is missing or stale, in one call (so a
     shape memo behind ``compute`` sees the same batches as a scan of ``nodes`` would give it).
     With ``state.indexed`` off every read recomputes what it returns (the plain scan).
     """
@@ -393,35 +398,33 @@ class NodeColumn:
         self._valid: BoolA = np.zeros(state.n_nodes, dtype=np.bool_)
         self._pos = 0
 
-    def _expire(self) -> None:
-        st = self._state
-        end = st.change_count
-        if self._pos < end:
-            self._valid[st.changed_since(self._pos)] = False
-            self._pos = end
-
     def get(self) -> NDArray[Any]:
         """Every node's value (the array is reused and updated in place by later reads)."""
         st = self._state
         if not st.indexed:
             return np.asarray(self._compute(np.arange(st.n_nodes, dtype=np.intp)))
-        self._expire()
+        end = st.change_count
         vals = self._values
         if vals is None:
             vals = self._values = np.asarray(self._compute(np.arange(st.n_nodes, dtype=np.intp)))
-            self._valid[:] = True
-            return vals
-        stale = np.flatnonzero(~self._valid)
-        if stale.size:
-            vals[stale] = self._compute(stale)
-            self._valid[stale] = True
-        return vals
+        elif self._pos < end:
+            dirty = st.change_log(self._pos)  # repeats are harmless: values are per node
+            if 4 * dirty.size >= st.n_nodes:
+                vals[:] = self._compute(np.arange(st.n_nodes, dtype=np.intp))
+            else:
+                vals[dirty] = self._compute(dirty)
+        self._pos = end
+        return _ro(vals)
 
     def take(self, nodes: NDArray[np.intp]) -> NDArray[Any]:
         """The values of ``nodes`` (a sorted index array), computing only missing or stale ones."""
-        if not self._state.indexed:
+        st = self._state
+        if not st.indexed:
             return np.asarray(self._compute(nodes))
-        self._expire()
+        end = st.change_count
+        if self._pos < end:
+            self._valid[st.change_log(self._pos)] = False
+            self._pos = end
         vals = self._values
         if vals is None:
             first = np.asarray(self._compute(nodes))
