@@ -11,20 +11,12 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.conftest import make_cluster, make_trace
-
-from seedance.core.cluster import ClusterState
-from seedance.scheduling.framework import PLACEMENT_POLICIES, make_policy
-from seedance.sim.inflation import run_inflation
-from seedance.sim.replay import run_replay
-from seedance.traces.schema import PodTrace
-
 from tests.sim.decisions import (
     GOLDEN,
     POLICIES,
@@ -35,6 +27,12 @@ from tests.sim.decisions import (
     replay_digest,
     replay_slice,
 )
+
+from seedance.core.cluster import ClusterState
+from seedance.scheduling.framework import PLACEMENT_POLICIES, make_policy
+from seedance.sim.inflation import run_inflation
+from seedance.sim.replay import run_replay
+from seedance.traces.schema import PodTrace
 
 GOLD = json.loads(GOLDEN.read_text())
 CASES = [(p, s) for p in POLICIES for s in SEEDS]
@@ -47,9 +45,9 @@ def test_the_golden_file_covers_every_registered_policy() -> None:
 
 
 @pytest.fixture(scope="module")
-def inputs() -> Iterator[tuple[object, PodTrace, PodTrace]]:
+def inputs() -> tuple[object, PodTrace, PodTrace]:
     spec, trace = default_inputs()
-    yield spec, trace, replay_slice(trace)
+    return spec, trace, replay_slice(trace)
 
 
 @pytest.mark.slow
