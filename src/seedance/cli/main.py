@@ -40,6 +40,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "seedance.cli.telemetry",
     "seedance.cli.reserve",
     "seedance.cli.markets",
+    "seedance.cli.trace",
 )
 
 EXIT_BAD_INPUT = 2

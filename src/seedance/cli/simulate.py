@@ -76,7 +76,13 @@ def register(app: typer.Typer) -> None:
         output: Annotated[Output, typer.Option("-o", "--output", help="Output format.")] = Output.table,
         out: Annotated[Path | None, typer.Option(help="Also write the output to this file.")] = None,
         report: Annotated[Path | None, typer.Option(help="Write an HTML report with plots (and JSON) here.")] = None,
-        workers: Annotated[int, typer.Option(help="Worker processes.")] = 2,
+        workers: Annotated[int, typer.Option(help="Worker processes (or CPUs of the local Ray cluster).")] = 2,
+        executor: Annotated[
+            str,
+            typer.Option(help="Where runs execute: 'local' (worker processes) or 'ray[=ADDRESS]' (Ray tasks; "
+                         "a local Ray cluster without an address). docs/simulation.md."),
+        ] = "local",
+        retries: Annotated[int, typer.Option(help="With --executor ray: retries of a failed run.")] = 2,
         paper: Annotated[
             Path | None,
             typer.Option(help="FGD paper results CSV shown beside ours (default: the shared copy)."),
@@ -139,6 +145,11 @@ def register(app: typer.Typer) -> None:
             raise InputError(f"must be within 1..1000, got {arrived_max}", source="--arrived-max")
         if workers < 1:
             raise InputError("must be >= 1", source="--workers")
+        from seedance.sim.executors import make_executor
+
+        runner = make_executor(executor, workers=workers, retries=retries)
+        if runner.name != "local" and (region is not None or slices != "free" or ab is not None):
+            raise InputError("only inflation and replay sweeps run on another executor", source="--executor")
         nodes_path = nodes or data_file(DEFAULT_NODES)
         pod_paths = expand_pods(pods or [data_file(DEFAULT_PODS)])
         if region is not None:  # price/carbon-aware evaluation, owned by seedance.costmodel
@@ -172,7 +183,7 @@ def register(app: typer.Typer) -> None:
             _emit(payload, output, out, lambda p, o: render_ab(p, o.value))
             return
         if mode is Mode.replay:
-            payload = _run_replay(nodes_path, pod_paths, policies, seed_list, capacity_scale, queue_order, end)
+            payload = _run_replay(nodes_path, pod_paths, policies, seed_list, capacity_scale, queue_order, end, runner)
             _emit(payload, output, out, _render_replay)
             if report:
                 from seedance.sim.report import write_replay_report
@@ -182,7 +193,7 @@ def register(app: typer.Typer) -> None:
             return
         paper_results = _load_paper(paper, data_file, FGD_EXPECTED)
         payload = _run_inflation(
-            nodes_path, pod_paths, policies, seed_list, arrived_max, workers, paper_results, output, bound
+            nodes_path, pod_paths, policies, seed_list, arrived_max, runner, paper_results, output, bound
         )
         _emit(payload, output, out, _render)
         if report:
@@ -236,29 +247,31 @@ def _run_replay(
     capacity_scale: float,
     queue_order: str,
     end: str,
+    runner: Any,
 ) -> dict[str, Any]:
     from seedance.scheduling.queueing import QUEUE_ORDERS
-    from seedance.sim.replay import run_replay
+    from seedance.sim.experiment import ReplaySpec, execute_replay
     from seedance.traces.alibaba import load_nodes, load_pods
 
     QUEUE_ORDERS.get(queue_order)
-    spec = load_nodes(nodes_path)
-    traces = [(p, load_pods(p)) for p in pod_paths]
-    runs = [
-        run_replay(
-            spec,
-            trace,
-            pol,
-            seed=s,
-            capacity_scale=capacity_scale,
-            queue_order=queue_order,
-            end=end,
-            trace_name=p.stem.removeprefix("openb_pod_list_"),
-        )
-        for p, trace in traces
+    # validate every input up front: one clear error before any run starts (runs may be remote)
+    if end not in ("fixed", "shifted"):
+        raise InputError(f"unknown end rule {end!r}; valid: fixed, shifted", source="end")
+    if not capacity_scale > 0:
+        raise InputError(f"must be > 0, got {capacity_scale}", source="--capacity-scale")
+    load_nodes(nodes_path)
+    for p in pod_paths:
+        if not load_pods(p).has_times:
+            raise InputError("replay needs creation_time and deletion_time for every pod", source=str(p))
+    specs = [
+        ReplaySpec(str(nodes_path), str(p), pol, s, capacity_scale, queue_order, end)
+        for p in pod_paths
         for pol in policies
         for s in seeds
     ]
+    with progress_bar() as prog:
+        task = prog.add_task("simulating", total=len(specs))
+        runs = runner.map(specs, execute_replay, progress=lambda r: prog.advance(task))
     return {
         "mode": "replay",
         "nodes": str(nodes_path),
@@ -341,13 +354,13 @@ def _run_inflation(
     policies: list[str],
     seeds: list[int],
     arrived_max: int,
-    workers: int,
+    runner: Any,
     paper: Any,
     output: Output,
     bound: bool = False,
 ) -> dict[str, Any]:
 
-    from seedance.sim.experiment import RunSpec, sweep
+    from seedance.sim.experiment import RunSpec, execute
     from seedance.sim.inflation import InflationRun
     from seedance.sim.summary import summarize
     from seedance.traces.alibaba import load_nodes, load_pods
@@ -364,7 +377,7 @@ def _run_inflation(
     ]
     with progress_bar() as prog:
         task = prog.add_task("simulating", total=len(runs))
-        results: list[InflationRun] = sweep(runs, workers=workers, progress=lambda r: prog.advance(task))
+        results: list[InflationRun] = runner.map(runs, execute, progress=lambda r: prog.advance(task))
     bounds: dict[str, float] = {}
     bound_rows: list[dict[str, Any]] = []
     bound_summary: list[dict[str, Any]] = []

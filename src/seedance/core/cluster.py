@@ -11,12 +11,16 @@ NOTE(seedance): invariants kept by every mutation, and checked there:
   * used_gpu_milli == sum over nodes of (capacity - free), i.e. allocation is conserved;
   * version[n] grows by one on every change of node n, so derived caches can key on it;
   * shape_id[n] names the node's (model, free CPU, free memory, sorted free-GPU multiset): two
-    nodes with the same shape score alike under every fragmentation measure, so caches key on it.
+    nodes with the same shape score alike under every fragmentation measure, so caches key on it;
+  * every change of node n appends n to the change log, so a :class:`NodeColumn` (a per-node
+    array derived from the state: a filter mask, a policy's scores for one request) recomputes
+    only the nodes changed since it was last read. Filters and scores then cost what changed,
+    not the cluster's size (the hot-path index; docs/scale.md).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, TypeVar
@@ -86,6 +90,10 @@ class ClusterState:
         catalog: GPU catalog used to resolve GPU-type constraints.
     """
 
+    #: Whether ``NodeColumn`` reads update only changed nodes (``False``: recompute every node on
+    #: every read, the plain scan the index is tested against).
+    indexed: bool = True
+
     def __init__(self, spec: ClusterSpec, *, catalog: GpuCatalog = CATALOG) -> None:
         self.spec = spec
         self.catalog = catalog
@@ -128,6 +136,11 @@ class ClusterState:
         self._label_masks: dict[tuple[str, tuple[str, ...]], BoolA] = {}
         self._name_index = {node.name: i for i, node in enumerate(spec.nodes)}
         self._live: dict[Placement, int] = {}
+        self._log: I64 = np.zeros(1024, dtype=np.int64)
+        self._log_len = 0
+        self._columns: dict[Hashable, NodeColumn] = {}
+        self._ever: dict[tuple[int, int, int, tuple[str, ...]], bool] = {}
+        self._all: BoolA = _ro(np.ones(n, dtype=np.bool_))
         # read-only views handed to policies (they track the arrays they view)
         self.gpu_free = _ro(self._gpu_free)
         self.cpu_free = _ro(self._cpu_free)
@@ -186,6 +199,55 @@ class ClusterState:
         self._label_masks[cache_key] = mask
         return mask
 
+    # ------------------------------------------------------------------ index
+    @property
+    def change_count(self) -> int:
+        """Number of node changes so far (positions in the change log)."""
+        return self._log_len
+
+    def changed_since(self, pos: int) -> NDArray[np.int64]:
+        """Distinct nodes changed after change-log position ``pos``, sorted."""
+        return np.unique(self._log[pos : self._log_len])
+
+    def change_log(self, pos: int) -> NDArray[np.int64]:
+        """The nodes changed after change-log position ``pos``, in order of change (with repeats)."""
+        return self._log[pos : self._log_len]
+
+    def column_of(self, key: Hashable, compute: Callable[[NDArray[np.intp]], NDArray[Any]]) -> NodeColumn:
+        """The state-owned per-node column named ``key`` (``compute(nodes)`` gives its values)."""
+        col = self._columns.get(key)
+        if col is None:
+            col = self._columns[key] = NodeColumn(self, compute)
+        return col
+
+    def column(self, key: Hashable, compute: Callable[[NDArray[np.intp]], NDArray[Any]]) -> NDArray[Any]:
+        """Every node's current value of the state-owned column named ``key``."""
+        return self.column_of(key, compute).get()
+
+    @property
+    def all_nodes(self) -> BoolA:
+        """A read-only mask with every node set."""
+        return self._all
+
+    def fit_mask(self, cpu_milli: int, memory_mib: int) -> BoolA:
+        """Nodes whose free CPU and memory cover ``cpu_milli`` and ``memory_mib`` (kept current by the index)."""
+        cpu, mem = self._cpu_free, self._mem_free
+        return self.column(
+            ("fit", cpu_milli, memory_mib), lambda idx: (cpu[idx] >= cpu_milli) & (mem[idx] >= memory_mib)
+        )
+
+    def gpu_fit_mask(self, req: ResourceRequest) -> BoolA:
+        """Nodes with one GPU of ``gpu_milli`` free (a share) or ``num_gpu`` idle GPUs (whole GPUs)."""
+        if req.num_gpu == 0:
+            return self._all
+        if req.is_sharing:
+            milli = req.gpu_milli
+            mx = self._max_free
+            return self.column(("share", milli), lambda idx: mx[idx] >= milli)
+        k = req.num_gpu
+        full = self._n_full
+        return self.column(("whole", k), lambda idx: full[idx] >= k)
+
     def node_pods_view(self, node: int) -> tuple[int, int, int, tuple[int, ...]]:
         """Human-sized snapshot of one node: (cpu free, memory free, model id, free per GPU)."""
         gc = int(self.gpu_count[node])
@@ -208,6 +270,7 @@ class ClusterState:
         """Cordon (``False``) or uncordon (``True``) a node."""
         self._schedulable[node] = schedulable
         self._version[node] += 1
+        self._log_change(node)
 
     # ------------------------------------------------------------------ mutation
     def apply(self, p: Placement) -> None:
@@ -258,11 +321,16 @@ class ClusterState:
         return sum(self._live.values())
 
     def fits_anywhere_ever(self, req: ResourceRequest) -> bool:
-        """Whether an empty node of this cluster could host ``req`` at all."""
+        """Whether an empty node of this cluster could host ``req`` at all (memoised: capacities never change)."""
+        key = (req.cpu_milli, req.memory_mib, req.num_gpu, req.gpu_types if req.num_gpu else ())
+        known = self._ever.get(key)
+        if known is not None:
+            return known
         ok = (self.cpu_capacity >= req.cpu_milli) & (self.mem_capacity >= req.memory_mib)
         if req.num_gpu:
             ok &= self.model_mask(req.gpu_types) & (self.gpu_count >= req.num_gpu)
-        return bool(ok.any())
+        self._ever[key] = answer = bool(ok.any())
+        return answer
 
     # ------------------------------------------------------------------ internals
     def _touch(self, n: int) -> None:
@@ -272,6 +340,13 @@ class ClusterState:
         self._max_free[n] = int(row.max())
         self._version[n] += 1
         self._shape_id[n] = self._intern(n)
+        self._log_change(n)
+
+    def _log_change(self, n: int) -> None:
+        if self._log_len == len(self._log):
+            self._log = np.resize(self._log, 2 * len(self._log))
+        self._log[self._log_len] = n
+        self._log_len += 1
 
     def _intern(self, n: int) -> int:
         free = tuple(sorted((int(x) for x in self._gpu_free[n]), reverse=True))
@@ -296,6 +371,72 @@ class ClusterState:
         grown = np.zeros((cap, self.max_gpus), dtype=np.int32)
         grown[: len(self._shape_free)] = self._shape_free
         self._shape_free = grown
+
+
+class NodeColumn:
+    """A per-node array derived from a :class:`ClusterState`, recomputed only where nodes changed.
+
+    Args:
+        state: The state it is derived from.
+        compute: ``compute(nodes)`` returns the values of ``nodes`` (an index array) from the
+            state as it is now; it must depend only on those nodes' own data.
+
+    ``get()`` gives every node's value for the state as it is now (a read-only view, current until
+    the next change); ``take(nodes)`` the values of ``nodes`` only. A column is read with one of
+    the two, never both. A value, once computed, is reused until its node appears in the change
+    log; ``take`` computes only the asked nodes whose value is missing or stale, in one call (so a
+    shape memo behind ``compute`` sees the same batches as a scan of ``nodes`` would give it).
+    With ``state.indexed`` off every read recomputes what it returns (the plain scan).
+    """
+
+    __slots__ = ("_compute", "_pos", "_state", "_valid", "_values")
+
+    def __init__(self, state: ClusterState, compute: Callable[[NDArray[np.intp]], NDArray[Any]]) -> None:
+        self._state = state
+        self._compute = compute
+        self._values: NDArray[Any] | None = None
+        self._valid: BoolA = np.zeros(state.n_nodes, dtype=np.bool_)
+        self._pos = 0
+
+    def get(self) -> NDArray[Any]:
+        """Every node's value (the array is reused and updated in place by later reads)."""
+        st = self._state
+        if not st.indexed:
+            return np.asarray(self._compute(np.arange(st.n_nodes, dtype=np.intp)))
+        end = st.change_count
+        vals = self._values
+        if vals is None:
+            vals = self._values = np.asarray(self._compute(np.arange(st.n_nodes, dtype=np.intp)))
+        elif self._pos < end:
+            dirty = st.change_log(self._pos)  # repeats are harmless: values are per node
+            if 4 * dirty.size >= st.n_nodes:
+                vals[:] = self._compute(np.arange(st.n_nodes, dtype=np.intp))
+            else:
+                vals[dirty] = self._compute(dirty)
+        self._pos = end
+        return _ro(vals)
+
+    def take(self, nodes: NDArray[np.intp]) -> NDArray[Any]:
+        """The values of ``nodes`` (a sorted index array), computing only missing or stale ones."""
+        st = self._state
+        if not st.indexed:
+            return np.asarray(self._compute(nodes))
+        end = st.change_count
+        if self._pos < end:
+            self._valid[st.change_log(self._pos)] = False
+            self._pos = end
+        vals = self._values
+        if vals is None:
+            first = np.asarray(self._compute(nodes))
+            vals = self._values = np.zeros(self._state.n_nodes, dtype=first.dtype)
+            vals[nodes] = first
+            self._valid[nodes] = True
+            return first
+        need = nodes[~self._valid[nodes]]
+        if need.size:
+            vals[need] = self._compute(need)
+            self._valid[need] = True
+        return vals[nodes]
 
 
 def _placement_class(p: Placement) -> int:

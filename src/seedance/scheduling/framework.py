@@ -76,7 +76,7 @@ class ResourcesFit(FilterPlugin):
     name = "NodeResourcesFit"
 
     def mask(self, view: ClusterState, req: ResourceRequest) -> BoolA:
-        return (view.cpu_free >= req.cpu_milli) & (view.mem_free >= req.memory_mib)
+        return view.fit_mask(req.cpu_milli, req.memory_mib)
 
 
 class GpuModelMatch(FilterPlugin):
@@ -86,7 +86,7 @@ class GpuModelMatch(FilterPlugin):
 
     def mask(self, view: ClusterState, req: ResourceRequest) -> BoolA:
         if req.num_gpu == 0:
-            return np.ones(view.n_nodes, dtype=np.bool_)
+            return view.all_nodes
         return view.model_mask(req.gpu_types)
 
 
@@ -96,11 +96,7 @@ class GpuFit(FilterPlugin):
     name = "GpuFit"
 
     def mask(self, view: ClusterState, req: ResourceRequest) -> BoolA:
-        if req.num_gpu == 0:
-            return np.ones(view.n_nodes, dtype=np.bool_)
-        if req.is_sharing:
-            return view.max_free >= req.gpu_milli
-        return view.n_full >= req.num_gpu
+        return view.gpu_fit_mask(req)
 
 
 DEFAULT_FILTERS: tuple[FilterPlugin, ...] = (Schedulable(), ResourcesFit(), GpuModelMatch(), GpuFit())

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from seedance.sim.inflation import InflationRun, run_inflation
+from seedance.sim.replay import ReplayRun, run_replay
 from seedance.traces.alibaba import load_nodes, load_pods
 
 S = TypeVar("S")
@@ -42,6 +43,33 @@ def execute(run: RunSpec) -> InflationRun:
         run.seed,
         ratio=run.ratio,
         arrived_max=run.arrived_max,
+        trace_name=Path(run.pods).stem.removeprefix("openb_pod_list_"),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ReplaySpec:
+    """One replay run of a sweep."""
+
+    nodes: str
+    pods: str
+    policy: str
+    seed: int
+    capacity_scale: float
+    queue_order: str
+    end: str
+
+
+def execute_replay(run: ReplaySpec) -> ReplayRun:
+    """Run one replay (in this process; files are re-read)."""
+    return run_replay(
+        load_nodes(run.nodes),
+        load_pods(run.pods),
+        run.policy,
+        seed=run.seed,
+        capacity_scale=run.capacity_scale,
+        queue_order=run.queue_order,
+        end=run.end,
         trace_name=Path(run.pods).stem.removeprefix("openb_pod_list_"),
     )
 

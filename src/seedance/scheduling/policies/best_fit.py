@@ -22,6 +22,13 @@ class BestFit(PlacementPolicy):
     summary = "least leftover CPU+GPU after placement (FGD paper baseline)"
 
     def score(self, view: ClusterState, req: ResourceRequest, nodes: Nodes) -> Scores:
-        acc = (view.cpu_free[nodes] - req.cpu_milli) / MAX_CPU * 0.5
-        acc = acc + (view.gpu_free_total[nodes] - req.total_gpu_milli) / MAX_GPU * 0.5
-        return np.trunc((1.0 - acc) * 100.0).astype(np.int64)
+        cpu, gpu = req.cpu_milli, req.total_gpu_milli
+        cpu_free, gpu_free = view.cpu_free, view.gpu_free_total
+
+        def compute(idx: Nodes) -> Scores:
+            acc = (cpu_free[idx] - cpu) / MAX_CPU * 0.5
+            acc = acc + (gpu_free[idx] - gpu) / MAX_GPU * 0.5
+            return np.trunc((1.0 - acc) * 100.0).astype(np.int64)
+
+        # the scores of every node, kept current where binds change nodes (the hot-path index)
+        return view.column_of(("best-fit", cpu, gpu), compute).take(nodes)

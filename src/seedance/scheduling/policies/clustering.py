@@ -24,9 +24,16 @@ class GpuClustering(PlacementPolicy):
     def score(self, view: ClusterState, req: ResourceRequest, nodes: Nodes) -> Scores:
         if req.num_gpu == 0:
             return np.zeros(nodes.size, dtype=np.int64)
-        base = 25 * (8000 - view.gpu_free_total[nodes]) // 8000
-        tags = view.class_counts[nodes, 1:] > 0  # column 0 is CPU-only pods: not a tag
-        n_tags = tags.sum(axis=1)
-        mine = tags[:, req.pod_class - 1]
-        bonus = np.where(mine & (n_tags == 1), 75, np.where(mine, 50, np.where(n_tags == 0, 25, 0)))
-        return (base + bonus).astype(np.int64)
+        cls = req.pod_class
+        gpu_free, counts = view.gpu_free_total, view.class_counts
+
+        def compute(idx: Nodes) -> Scores:
+            base = 25 * (8000 - gpu_free[idx]) // 8000
+            tags = counts[idx, 1:] > 0  # column 0 is CPU-only pods: not a tag
+            n_tags = tags.sum(axis=1)
+            mine = tags[:, cls - 1]
+            bonus = np.where(mine & (n_tags == 1), 75, np.where(mine, 50, np.where(n_tags == 0, 25, 0)))
+            return (base + bonus).astype(np.int64)
+
+        # the scores of every node, kept current where binds change nodes (the hot-path index)
+        return view.column_of(("clustering", cls), compute).take(nodes)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from seedance.core.cluster import ClusterState
+from seedance.core.cluster import ClusterState, NodeColumn
 from seedance.core.resources import MILLI_PER_GPU, ResourceRequest
 from seedance.scheduling.fragmentation import FragModel
 from seedance.scheduling.framework import (
@@ -45,16 +45,28 @@ class FragmentationScorer:
     def __init__(self, model: FragModel) -> None:
         self.model = model
         self._cache: dict[ScoreKey, ShapeMemo] = {}
+        self._columns: dict[ScoreKey, NodeColumn] = {}
 
     def node_scores(self, req: ResourceRequest, nodes: Nodes) -> Scores:
-        """Integer score of each node in ``nodes`` for ``req`` (memoised per node shape)."""
-        state = self.model.state
+        """Integer score of each node in ``nodes`` for ``req`` (memoised per node shape).
+
+        The scores of every node are kept per request and recomputed only where binds changed
+        nodes (the state's change log), so a decision costs what changed, not the cluster's size.
+        """
         key = (req.cpu_milli, req.num_gpu, req.gpu_milli)
-        memo = self._cache.get(key)
-        if memo is None:
+        col = self._columns.get(key)
+        if col is None:
+            state = self.model.state
             memo = self._cache[key] = ShapeMemo(np.int16, -1)
-        sids = state.shape_id[nodes]
-        return memo.lookup(sids, state.n_shapes, lambda todo: self._score_shapes(req, todo)).astype(np.int64)
+            shape_id = state.shape_id
+
+            def compute(idx: Nodes) -> Scores:
+                return memo.lookup(
+                    shape_id[idx], state.n_shapes, lambda todo: self._score_shapes(req, todo)
+                ).astype(np.int64)
+
+            col = self._columns[key] = NodeColumn(state, compute)
+        return col.take(nodes)
 
     def _score_shapes(self, req: ResourceRequest, sids: NDArray[np.int64]) -> NDArray[np.int64]:
         model, cpu, free = self.model.state.shapes()

@@ -25,13 +25,20 @@ class GpuPacking(PlacementPolicy):
     def score(self, view: ClusterState, req: ResourceRequest, nodes: Nodes) -> Scores:
         if req.num_gpu == 0:
             return np.zeros(nodes.size, dtype=np.int64)
-        full = view.n_full[nodes].astype(np.int64)
-        idle = full == view.gpu_count[nodes]
-        if req.is_sharing:
-            rows = view.gpu_free[nodes]
-            tight = np.where(rows >= req.gpu_milli, rows, np.iinfo(np.int32).max).min(axis=1).astype(np.int64)
-            shared = np.maximum(100 - (tight * 100 // MILLI_PER_GPU) // 10, 50)
-            busy = np.where(tight == MILLI_PER_GPU, max(50 - 1, 33), shared)
-        else:
-            busy = np.full(nodes.size, max(50 - req.num_gpu, 33), dtype=np.int64)
-        return np.where(idle, np.maximum(33 - full, full), busy).astype(np.int64)
+        sharing, milli, k = req.is_sharing, req.gpu_milli, req.num_gpu
+        n_full, count, free = view.n_full, view.gpu_count, view.gpu_free
+
+        def compute(idx: Nodes) -> Scores:
+            full = n_full[idx].astype(np.int64)
+            idle = full == count[idx]
+            if sharing:
+                rows = free[idx]
+                tight = np.where(rows >= milli, rows, np.iinfo(np.int32).max).min(axis=1).astype(np.int64)
+                shared = np.maximum(100 - (tight * 100 // MILLI_PER_GPU) // 10, 50)
+                busy = np.where(tight == MILLI_PER_GPU, max(50 - 1, 33), shared)
+            else:
+                busy = np.full(idx.size, max(50 - k, 33), dtype=np.int64)
+            return np.where(idle, np.maximum(33 - full, full), busy).astype(np.int64)
+
+        # the scores of every node, kept current where binds change nodes (the hot-path index)
+        return view.column_of(("packing", sharing, milli, k), compute).take(nodes)

@@ -23,7 +23,7 @@ import math
 import numpy as np
 from numpy.typing import NDArray
 
-from seedance.core.cluster import ClusterState
+from seedance.core.cluster import ClusterState, NodeColumn
 from seedance.core.resources import MILLI_PER_GPU, ResourceRequest
 from seedance.scheduling.framework import (
     PLACEMENT_POLICIES,
@@ -203,6 +203,7 @@ class SeedancePacker(PlacementPolicy):
         self._next_refresh = 32
         self._model: CopiesFragModel | None = None
         self._cache: dict[ReqKey, ShapeMemo] = {}
+        self._columns: dict[ReqKey, NodeColumn] = {}
 
     def observe(self, req: ResourceRequest) -> None:
         self.mix.observe(req)
@@ -225,6 +226,7 @@ class SeedancePacker(PlacementPolicy):
                 gap_share_min=self.gap_share_min,
             )
             self._cache = {}
+            self._columns = {}
         return self._model
 
     # ------------------------------------------------------------------ scoring
@@ -261,6 +263,16 @@ class SeedancePacker(PlacementPolicy):
         return before - m.frag(md, c, me, after_free)
 
     def score(self, view: ClusterState, req: ResourceRequest, nodes: Nodes) -> Scores:
+        self.model(view)  # a refreshed mix drops the columns below with the memo tables
+        key = (req.cpu_milli, req.memory_mib, req.num_gpu, req.gpu_milli)
+        col = self._columns.get(key)
+        if col is None:
+            # the scores of every node, kept current where binds change nodes (the hot-path index)
+            col = self._columns[key] = NodeColumn(view, lambda idx: self.node_scores(view, req, idx))
+        return col.take(nodes)
+
+    def node_scores(self, view: ClusterState, req: ResourceRequest, nodes: Nodes) -> Scores:
+        """The scores of ``nodes`` for ``req`` computed afresh (``score`` keeps them per request)."""
         d = self.deltas(view, req, nodes)
         if self.score_mode == "float":
             return np.round(d).astype(np.int64)
