@@ -40,6 +40,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "seedance.cli.telemetry",
     "seedance.cli.reserve",
     "seedance.cli.markets",
+    "seedance.cli.hetero",  # after explain: adds ``explain migration`` to that group
 )
 
 EXIT_BAD_INPUT = 2

@@ -206,7 +206,8 @@ class MigrationPlanner:
 
     def select_target(self, req: MigrationRequest, nodes: Sequence[FleetNode]) -> dict[str, Any]:
         """``SelectTargetNode``: the feasible target minimising cost - gain; migrate only if it gains."""
-        rows = [self.cost(req, n) for n in nodes if n.name != req.src.name]
+        unique = {n.name: n for n in nodes if n.name != req.src.name}
+        rows = [self.cost(req, n) for n in unique.values()]
         feasible = [r for r in rows if r.feasible]
         best = min(feasible, key=lambda r: (r.cost_s - r.gain_s, r.node)) if feasible else None
         wp = min(feasible, key=lambda r: (r.topology_s + r.compat_s, r.node)) if feasible else None

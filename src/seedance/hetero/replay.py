@@ -180,8 +180,10 @@ def replay_agnostic(wl: Workload, fleet: Fleet, opts: ReplayOptions) -> dict[str
     return _summary("agnostic", wl, finish, stall, 0, 0, len(wl), fleet)
 
 
-def replay_rounds(policy_name: str, wl: Workload, fleet: Fleet, opts: ReplayOptions) -> dict[str, Any]:
-    """A round-based policy of :data:`ROUND_POLICIES`."""
+def replay_rounds(policy_name: str, wl: Workload, fleet: Fleet, opts: ReplayOptions, *,
+                  explain: int | None = None, log: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """A round-based policy of :data:`ROUND_POLICIES`; with ``explain`` (a job index) every start of that
+    job on another node is appended to ``log`` with the migration planner's breakdown."""
     from seedance.hetero.migration import MigrationPlanner, MigrationRequest
     from seedance.topology.compat import CudaBuild
 
@@ -283,6 +285,18 @@ def replay_rounds(policy_name: str, wl: Workload, fleet: Fleet, opts: ReplayOpti
                     stall[j] += rs
                     if not same:
                         migrations += 1
+                        if explain == j and log is not None:
+                            src = fleet.nodes[int(last_node[j])]
+                            req = MigrationRequest(f"job-{j}", size_of[int(wl.job_type[j])], build, src,
+                                                   float(attained[j] * profile[j, _type_of(fleet, last_node[j],
+                                                                                           types)]),
+                                                   wl.matrix.job_types[int(wl.job_type[j])])
+                            plan = MigrationPlanner(wl.matrix, restart_s=opts.restart_s).select_target(
+                                req, [*types, fleet.nodes[int(now)]])
+                            log.append({"t_s": t, "from": src.name, "to": fleet.nodes[int(now)].name,
+                                        "was_preempted": bool(was < 0), "steps_done": float(done_steps[j]),
+                                        "true_remaining_steps": float(wl.steps[j] - done_steps[j]),
+                                        "planner": plan})
                 budget -= over
                 if budget < 0:  # the overhead runs over into the next round; keep it owed
                     pending[j] += -budget
