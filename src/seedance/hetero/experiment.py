@@ -30,7 +30,7 @@ from seedance.storage.tiers import BANDWIDTH_SOURCES, STORAGE
 GAVEL_CLUSTER: tuple[tuple[str, int], ...] = (("v100", 12), ("p100", 12), ("k80", 12))
 DEFAULT_POLICIES = "agnostic,hetero-jct,hetero-fair"
 METRICS = ("avg_jct_s", "p99_jct_s", "median_jct_s", "makespan_s", "migrations", "preemptions",
-           "checkpoint_stall_s")
+           "checkpoint_stall_s", "mean_checkpoint_interval_s")
 GAVEL_REFERENCE = ("Gavel (OSDI'20): heterogeneity-aware policies improve average JCT by up to 3.5x over "
                    "heterogeneity-agnostic versions of the same policies (simulated 36-GPU cluster, 12 V100 / "
                    "12 P100 / 12 K80, and a 48-GPU physical cluster)")
@@ -120,6 +120,13 @@ def run(matrix: ThroughputMatrix, pods: Path, *, policies: Sequence[str], seeds:
             / by_storage[fast]["policies"][p]["checkpoint_stall_s"]
             for p in policies}
         payload["checkpoint_stall_ratio_layouts"] = f"remote-only / {fast}"
+        # the remote-only baseline tuned by its own CheckFreq rule: stall within the bound, fewer checkpoints
+        own = replace(o, interval_layout="remote-only")
+        fleet = _fleet(GAVEL_CLUSTER, "remote-only")
+        payload["remote_only_own_interval"] = {
+            p: {k: v for k, v in _mean([{**replay(p, wl, fleet, own), "seed": s} for s, wl in workloads]).items()
+                if k != "per_seed"}
+            for p in policies}
     return payload
 
 

@@ -60,13 +60,14 @@ class ReplayOptions:
 class _Costs:
     """Per (job, GPU type) checkpoint figures on the fleet's layout; interval from the interval layout."""
 
-    __slots__ = ("interval", "persist", "restore_local", "restore_remote", "snapshot")
+    __slots__ = ("interval", "interval_s", "persist", "restore_local", "restore_remote", "snapshot")
 
     def __init__(self, wl: Workload, fleet: Fleet, types: list[FleetNode], opts: ReplayOptions) -> None:
         n, k = len(wl), len(types)
         self.snapshot = np.zeros((n, k))
         self.persist = np.zeros((n, k))
         self.interval = np.ones((n, k))
+        self.interval_s = np.full((n, k), np.nan)
         self.restore_local = np.zeros((n, k))
         self.restore_remote = np.zeros((n, k))
         ref_layout: TierSet = STORAGE.get(opts.interval_layout)
@@ -83,6 +84,7 @@ class _Costs:
                 self.snapshot[j, c], self.persist[j, c] = ck.snapshot_s, ck.persist_s
                 self.interval[j, c] = checkfreq_interval(1.0 / prof, ref.snapshot_s, ref.persist_s,
                                                          opts.checkfreq_overhead)
+                self.interval_s[j, c] = self.interval[j, c] / prof
                 self.restore_local[j, c] = ck.restore_s(node.storage, pcie, same_node=True,
                                                         network_gbs=node.network_gbs)
                 self.restore_remote[j, c] = ck.restore_s(node.storage, pcie, same_node=False,
@@ -115,7 +117,7 @@ def _matrix_cols(wl: Workload, fleet: Fleet) -> list[int]:
 
 
 def _summary(policy: str, wl: Workload, finish: NDArray[np.float64], stall: NDArray[np.float64],
-             migrations: int, preemptions: int, restarts: int, fleet: Fleet) -> dict[str, Any]:
+             migrations: int, preemptions: int, restarts: int, fleet: Fleet, costs: _Costs) -> dict[str, Any]:
     jct = finish - wl.arrival
     return {
         "policy": policy,
@@ -128,6 +130,7 @@ def _summary(policy: str, wl: Workload, finish: NDArray[np.float64], stall: NDAr
         "preemptions": int(preemptions),
         "restarts": int(restarts),
         "checkpoint_stall_s": float(stall.sum()),
+        "mean_checkpoint_interval_s": float(np.nanmean(costs.interval_s)),
         "storage": fleet.nodes[0].storage.name,
     }
 
@@ -177,7 +180,7 @@ def replay_agnostic(wl: Workload, fleet: Fleet, opts: ReplayOptions) -> dict[str
             finish[j] = t + opts.restart_s + wl.steps[j] / rate
             stall[j] = wl.steps[j] * costs.stall_per_step(j, c)
             heapq.heappush(events, (float(finish[j]), j, node))
-    return _summary("agnostic", wl, finish, stall, 0, 0, len(wl), fleet)
+    return _summary("agnostic", wl, finish, stall, 0, 0, len(wl), fleet, costs)
 
 
 def replay_rounds(policy_name: str, wl: Workload, fleet: Fleet, opts: ReplayOptions, *,
@@ -316,7 +319,7 @@ def replay_rounds(policy_name: str, wl: Workload, fleet: Fleet, opts: ReplayOpti
                 running_node[j] = -1
                 remaining -= 1
         t += opts.round_s
-    return _summary(policy_name, wl, finish, stall, migrations, preemptions, restarts, fleet)
+    return _summary(policy_name, wl, finish, stall, migrations, preemptions, restarts, fleet, costs)
 
 
 def _type_of(fleet: Fleet, node: int, types: list[FleetNode]) -> int:

@@ -128,11 +128,11 @@ def _col(matrix: ThroughputMatrix, gpu_name: str) -> int | None:
 
 def rank_nodes(job: HeteroJob, fleet: Fleet, filt: CompatFilter, scorer: ThroughputPerDollar,
                fallback: FlopsPerDollarFallback) -> list[tuple[int, float, str]]:
-    """Feasible nodes best first as ``(node, score, stage)``: the scorer's figure, or the fallback's."""
-    ok = filt.mask(job, fleet)
+    """Feasible nodes best first as ``(node, score, stage)``: nodes the scorer rates first (by its score),
+    then the ones it has no figure for, ranked by the fallback."""
+    ok = np.flatnonzero(filt.mask(job, fleet))
     s = scorer.score(job, fleet)
-    stage = scorer.name
-    if np.isnan(s[ok]).all():
-        s, stage = fallback.score(job, fleet), fallback.name
-    order = sorted((i for i in np.flatnonzero(ok) if not np.isnan(s[i])), key=lambda i: (-s[i], i))
-    return [(int(i), float(s[i]), stage) for i in order]
+    f = fallback.score(job, fleet)
+    rows = [(int(i), float(s[i]), scorer.name) if not np.isnan(s[i]) else (int(i), float(f[i]), fallback.name)
+            for i in ok]
+    return sorted(rows, key=lambda r: (r[2] != scorer.name, -r[1], r[0]))
