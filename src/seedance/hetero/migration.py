@@ -151,9 +151,16 @@ class MigrationPlanner:
                 return self.matrix.rate(req.job_type, 1, self.matrix.gpu_types[col])
         return node.gpu.dense_tflops  # fallback: proportional to dense TFLOPS
 
-    def path(self, req: MigrationRequest, dst: FleetNode, dst_gpu: int = 0) -> tuple[tuple[Link, ...], int]:
-        """The transfer path and its PCIe hop count."""
+    def path(self, req: MigrationRequest, dst: FleetNode, dst_gpu: int | None = None) -> tuple[tuple[Link, ...], int]:
+        """The transfer path and its PCIe hop count; without ``dst_gpu``, the target GPU closest to a NIC."""
         src = req.src
+        dst_topo = self.topologies.get(dst.topology or "")
+        if dst_gpu is None:
+            dst_gpu = 0
+            if dst_topo is not None and dst_topo.nics and src.name != dst.name:
+                cc = dst.gpu.compute_capability
+                dst_gpu = max(dst_topo.gpus, key=lambda g: (
+                    link_gbs(dst_topo, g, dst_topo.nearest_nic(g) or 0, cc), -g))
         if src.name == dst.name:
             topo = self.topologies.get(src.topology or "")
             if topo is not None:
@@ -163,7 +170,7 @@ class MigrationPlanner:
                         topo.hops(req.src_gpu, dst_gpu))
         a, ha = _gpu_to_nic(self.topologies.get(src.topology or ""), req.src_gpu, src.gpu.compute_capability,
                             src.name)
-        b, hb = _gpu_to_nic(self.topologies.get(dst.topology or ""), dst_gpu, dst.gpu.compute_capability, dst.name)
+        b, hb = _gpu_to_nic(dst_topo, dst_gpu, dst.gpu.compute_capability, dst.name)
         b = Link(b.dst, b.src, b.kind, b.gbs)
         net = Link(a.dst, b.src, "network", min(src.network_gbs, dst.network_gbs))
         if is_remote_only(src.storage):

@@ -120,9 +120,14 @@ def realise(x: NDArray[np.float64], view: RoundView) -> NDArray[np.int64]:
 class HeteroFair(RoundPolicy):
     """Gavel max-min fairness over normalised throughput."""
 
+    def __init__(self) -> None:
+        self._last: tuple[tuple[int, ...], NDArray[np.float64]] | None = None
+
     def allocate(self, view: RoundView) -> NDArray[np.int64]:
-        x = maxmin_allocation(_normalised(view.profile), view.capacity)
-        return realise(x, view)
+        key = tuple(view.jobs.tolist())
+        if self._last is None or self._last[0] != key:  # X depends only on the active set: solve on change
+            self._last = (key, maxmin_allocation(_normalised(view.profile), view.capacity))
+        return realise(self._last[1], view)
 
 
 @ROUND_POLICIES.register("agnostic-fair")

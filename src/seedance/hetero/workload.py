@@ -70,8 +70,10 @@ def gavel_mix(matrix: ThroughputMatrix, gaps: NDArray[np.float64], *, jobs: int,
     rates = matrix.steps_per_s[jt, scale, :]
     steps = run_s * rates[:, ref]
     start = int(rng.integers(0, max(1, len(gaps) - jobs)))
-    g = np.resize(gaps[start:start + jobs], jobs)
-    g = g * (3600.0 / jobs_per_hour) / max(float(g.mean()), 1e-9)
-    arrival = np.concatenate([[0.0], np.cumsum(g[:-1])])
+    g = np.resize(gaps[start:start + jobs - 1], max(jobs - 1, 1))[: jobs - 1]
+    if len(g) and g.sum() <= 0:
+        g = np.ones_like(g)
+    g = g * (3600.0 / jobs_per_hour) / max(float(g.mean()), 1e-9) if len(g) else g
+    arrival = np.concatenate([[0.0], np.cumsum(g)])
     factor = rng.lognormal(0.0, noise, jobs)[:, None]
     return Workload(arrival, jt.astype(np.int64), steps, rates * factor, matrix)
