@@ -104,7 +104,7 @@ def run(matrix: ThroughputMatrix, pods: Path, *, policies: Sequence[str], seeds:
         "jobs_per_hour": jobs_per_hour,
         "seeds": list(seeds),
         "arrivals": str(pods.name),
-        "cluster": {t: n for t, n in GAVEL_CLUSTER},
+        "cluster": dict(GAVEL_CLUSTER),
         "round_s": o.round_s,
         "restart_s": o.restart_s,
         "checkpoint_interval": f"CheckFreq rule, {o.checkfreq_overhead:.1%} overhead bound, on the "

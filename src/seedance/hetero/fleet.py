@@ -74,7 +74,7 @@ class FleetNode:
     def __post_init__(self) -> None:
         if self.gpus < 1:
             raise InputError("must be >= 1", source=f"node {self.name}", field="gpus")
-        if not 0 < self.power_cap_w:
+        if not self.power_cap_w > 0:
             raise InputError("must be > 0", source=f"node {self.name}", field="power_cap_w")
 
     @property

@@ -17,6 +17,7 @@ no dashboard, no usage stats); whoever calls it on a shared machine holds ``floc
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import tempfile
@@ -43,7 +44,7 @@ def start_local_cluster(names: Sequence[str], *, gpus_per_node: int = 2) -> Iter
     default_root = Path(tempfile.gettempdir()) / "ray"
     made_root = not default_root.exists()
     default_root.mkdir(exist_ok=True)
-    common = {"node_ip_address": "127.0.0.1", "object_store_memory": 80 * 2**20, "num_cpus": 1,
+    common: dict[str, Any] = {"node_ip_address": "127.0.0.1", "object_store_memory": 80 * 2**20, "num_cpus": 1,
               "num_gpus": gpus_per_node, "temp_dir": str(temp)}
     cluster = None
     try:
@@ -53,13 +54,13 @@ def start_local_cluster(names: Sequence[str], *, gpus_per_node: int = 2) -> Iter
         for name in rest:
             cluster.add_node(**common, resources=ray_node_resources(name, gpus_per_node))
         ray.init(address=cluster.address, log_to_driver=False, _node_ip_address="127.0.0.1",
-                 namespace="seedance-migration", logging_level="WARNING")
+                 namespace="seedance-migration", logging_level=logging.WARNING)
         cluster.wait_for_nodes()
         yield cluster
     finally:
         ray.shutdown()
         if cluster is not None:
-            cluster.shutdown()
+            cluster.shutdown()  # type: ignore[no-untyped-call]
         shutil.rmtree(temp, ignore_errors=True)
         if made_root:
             shutil.rmtree(default_root, ignore_errors=True)
@@ -90,8 +91,12 @@ def migrate_jobs(plan: Sequence[tuple[int, str, str]], *, steps: int = 40, check
 
     # max_calls=1: every run is a fresh worker process (a real restart: interpreter, imports, state load)
     task = ray.remote(num_cpus=0.5, max_retries=0, max_calls=1)(_train)
-    node_ids = {n["Resources"].get(k) and k[len(NODE_PREFIX):]: n["NodeID"]
-                for n in ray.nodes() if n["Alive"] for k in n["Resources"] if k.startswith(NODE_PREFIX)}
+    node_ids: dict[str, str] = {}
+    for n in ray.nodes():  # type: ignore[no-untyped-call]
+        if n["Alive"]:
+            for k in n["Resources"]:
+                if k.startswith(NODE_PREFIX):
+                    node_ids[k[len(NODE_PREFIX):]] = n["NodeID"]
 
     def on(node: str) -> Any:
         return task.options(resources={f"{NODE_PREFIX}{node}": 0.01})

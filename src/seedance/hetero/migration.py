@@ -37,7 +37,7 @@ from seedance.storage.checkpoint import checkpoint_cost, is_remote_only
 from seedance.storage.tiers import REMOTE
 from seedance.topology.compat import CudaBuild, check
 from seedance.topology.links import HOP_LATENCY_S, link_gbs
-from seedance.topology.topo import PHB, PCIE_HOPS, Topology
+from seedance.topology.topo import PCIE_HOPS, PHB, Topology
 
 GIB = 1024**3 / 1e9
 

@@ -72,7 +72,7 @@ ROUND_POLICIES: Registry[type[RoundPolicy]] = Registry("heterogeneous replay pol
 
 def _normalised(profile: NDArray[np.float64]) -> NDArray[np.float64]:
     best = np.nanmax(profile, axis=1, keepdims=True)
-    return np.nan_to_num(profile / best, nan=0.0)
+    return np.asarray(np.nan_to_num(profile / best, nan=0.0), dtype=np.float64)
 
 
 def maxmin_allocation(norm: NDArray[np.float64], capacity: NDArray[np.int64]) -> NDArray[np.float64]:
@@ -97,7 +97,7 @@ def maxmin_allocation(norm: NDArray[np.float64], capacity: NDArray[np.int64]) ->
     res = linprog(c, A_ub=a, b_ub=b, bounds=bounds, method="highs")
     if not res.success:  # X = 0 is feasible, so this is a solver failure: run nobody rather than guess
         return np.zeros_like(norm)
-    return np.asarray(res.x[:-1]).reshape(n_jobs, n_types)
+    return np.asarray(res.x[:-1], dtype=np.float64).reshape(n_jobs, n_types)
 
 
 def realise(x: NDArray[np.float64], view: RoundView) -> NDArray[np.int64]:

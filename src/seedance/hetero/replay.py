@@ -92,8 +92,8 @@ class _Costs:
 
     def effective_rate(self, rate: float, j: int, c: int) -> float:
         """Steps/s including the periodic snapshot stall."""
-        k = self.interval[j, c]
-        return k / (k / rate + self.snapshot[j, c])
+        k = float(self.interval[j, c])
+        return k / (k / rate + float(self.snapshot[j, c]))
 
     def stall_per_step(self, j: int, c: int) -> float:
         return float(self.snapshot[j, c] / self.interval[j, c])
@@ -237,7 +237,7 @@ def replay_rounds(policy_name: str, wl: Workload, fleet: Fleet, opts: ReplayOpti
         cur_type = np.array([_type_of(fleet, running_node[j], types) if running_node[j] >= 0 else -1
                              for j in active], dtype=np.int64)
         mig = np.zeros((len(active), k_types))
-        for i, j in enumerate(active):
+        for i, j in enumerate(active.tolist()):
             if cur_type[i] >= 0:
                 mig[i] = move_s[j, cur_type[i]]
         view = RoundView(active, profile[active], attained[active], attained_norm[active], cur_type,
@@ -246,13 +246,13 @@ def replay_rounds(policy_name: str, wl: Workload, fleet: Fleet, opts: ReplayOpti
         # nodes: keep a job on its node when it stays on the type, else the node of that type with most room
         free = np.array([nd.gpus for nd in fleet.nodes], dtype=np.int64)
         new_node = np.full(len(active), -1, dtype=np.int64)
-        for i, j in enumerate(active):
-            k = assign[i]
+        for i, j in enumerate(active.tolist()):
+            k = int(assign[i])
             if k >= 0 and running_node[j] >= 0 and _type_of(fleet, running_node[j], types) == k:
                 new_node[i] = running_node[j]
                 free[running_node[j]] -= 1
-        for i, j in enumerate(active):
-            k = assign[i]
+        for i, j in enumerate(active.tolist()):
+            k = int(assign[i])
             if k < 0 or new_node[i] >= 0:
                 continue
             cands = nodes_of[k]
@@ -262,7 +262,8 @@ def replay_rounds(policy_name: str, wl: Workload, fleet: Fleet, opts: ReplayOpti
                 raise AssertionError("policy over-allocated a GPU type")
             new_node[i] = node
             free[node] -= 1
-        for i, j in enumerate(active):
+        for i, jj in enumerate(active):
+            j = int(jj)
             rounds_active[j] += 1
             was = running_node[j]
             now = new_node[i]

@@ -74,7 +74,7 @@ class ThroughputMatrix:
 
     def row(self, job: int, scale: int) -> NDArray[np.float64]:
         """Steps/s over GPU types for job-type index ``job`` at GPU count ``scale`` (indices)."""
-        return self.steps_per_s[job, scale]
+        return np.asarray(self.steps_per_s[job, scale], dtype=np.float64)
 
     def restrict(self, gpu_types: Sequence[str]) -> ThroughputMatrix:
         """The matrix over ``gpu_types`` only (in that order)."""
