@@ -25,6 +25,7 @@ PARTS: list[tuple[str, str, float]] = [
     ("isolation", "isolation_probe.py", 240.0),
     ("kernels", "kernels_h200.py", 480.0),
     ("telemetry", "telemetry_bf16.py", 120.0),
+    ("migration", "migration_state.py", 120.0),
 ]
 
 
