@@ -31,7 +31,7 @@ from typing import Any
 
 from seedance.core.errors import InputError
 from seedance.hetero.fleet import FleetNode
-from seedance.hetero.stages import _col
+from seedance.hetero.stages import matrix_column
 from seedance.hetero.throughput import ThroughputMatrix
 from seedance.storage.checkpoint import checkpoint_cost, is_remote_only
 from seedance.storage.tiers import REMOTE
@@ -146,7 +146,7 @@ class MigrationPlanner:
 
     def _rate(self, req: MigrationRequest, node: FleetNode) -> float:
         if self.matrix is not None and req.job_type is not None and req.job_type in self.matrix.job_types:
-            col = _col(self.matrix, node.gpu.name)
+            col = matrix_column(self.matrix, node.gpu.name)
             if col is not None:
                 return self.matrix.rate(req.job_type, 1, self.matrix.gpu_types[col])
         return node.gpu.dense_tflops  # fallback: proportional to dense TFLOPS

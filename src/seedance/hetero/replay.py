@@ -104,11 +104,11 @@ def _type_nodes(fleet: Fleet) -> list[FleetNode]:
 
 
 def _matrix_cols(wl: Workload, fleet: Fleet) -> list[int]:
-    from seedance.hetero.stages import _col
+    from seedance.hetero.stages import matrix_column
 
     cols = []
     for t in fleet.types:
-        c = _col(wl.matrix, t)
+        c = matrix_column(wl.matrix, t)
         if c is None:
             raise InputError(f"GPU type {t} has no column in the throughput matrix ({', '.join(wl.matrix.gpu_types)})",
                              field="gpu_type")

@@ -97,7 +97,7 @@ class ThroughputPerDollar:
             return out
         j, s = self.matrix.job_index(job.job_type), self.matrix.scale_index(job.gpus)
         for i, n in enumerate(fleet.nodes):
-            col = _col(self.matrix, n.gpu.name)
+            col = matrix_column(self.matrix, n.gpu.name)
             if col is None:
                 continue
             rate = float(self.matrix.steps_per_s[j, s, col]) * n.power_factor
@@ -115,7 +115,8 @@ class FlopsPerDollarFallback:
         return np.array([n.gpu.dense_tflops * n.power_factor / n.gpu.price_usd_per_hour for n in fleet.nodes])
 
 
-def _col(matrix: ThroughputMatrix, gpu_name: str) -> int | None:
+def matrix_column(matrix: ThroughputMatrix, gpu_name: str) -> int | None:
+    """Column of fleet GPU type ``gpu_name`` in ``matrix`` (Gavel names mapped), ``None`` if absent."""
     from seedance.hetero.fleet import GAVEL_NAMES
 
     by_fleet = {v: k for k, v in GAVEL_NAMES.items()}
