@@ -1,6 +1,6 @@
 """Live migration on a real 3-node local Ray cluster: measured migration time beside the planner's estimate.
 
-    flock /tmp/seedance-ray.lock flock /tmp/seedance-bench.lock \
+    flock /tmp/seedance-bench.lock flock /tmp/seedance-ray.lock \
         .venv/bin/python benchmarks/bench_live_migration.py [--trials 3] [--json out.json]
 
 Each trial migrates three ``torch-train`` jobs at once (a->b, b->c, c->a), each stopped after step 20 of
