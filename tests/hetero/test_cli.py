@@ -94,6 +94,6 @@ def test_explain_migration_of_a_replayed_job(capsys: pytest.CaptureFixture[str])
     doc = json.loads(out)
     assert doc["job"] == 3 and doc["policy"] == "hetero-jct"
     for mv in doc["moves"]:
-        assert mv["from"] != mv["to"] and mv["planner"]["candidates"]
+        assert mv["from"] != mv["to"] and mv["planner"]["candidates"] and mv["why"]
     rc, _, err = run(capsys, "explain", "migration", "99", "--jobs", "20")
     assert rc == 2 and "job index must be in [0, 20)" in err

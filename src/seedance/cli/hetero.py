@@ -130,6 +130,14 @@ def explain_replay_job(job: int, *, seed: int, policy: str, jobs: int, jobs_per_
     log: list[dict[str, Any]] = []
     summary = replay_rounds(policy, wl, make_fleet(list(GAVEL_CLUSTER), storage=storage), ReplayOptions(),
                             explain=job, log=log)
+    for mv in log:
+        if mv["was_preempted"]:
+            mv["why"] = "preempted by the round's allocation, resumed on another node"
+        elif mv["planner"]["decision"] == "migrate":
+            mv["why"] = "the round's allocation moved it; the planner agrees for this job alone"
+        else:
+            mv["why"] = ("the round's allocation moved it for the fleet's total normalised throughput; for this "
+                         "job alone the planner would stay")
     return {"job": job, "job_type": m.job_types[int(wl.job_type[job])], "arrival_s": float(wl.arrival[job]),
             "steps": float(wl.steps[job]), "policy": policy, "seed": seed, "moves": log,
             "replay": {k: summary[k] for k in ("avg_jct_s", "migrations")}}
@@ -216,8 +224,7 @@ def _table(result: dict[str, Any]) -> str:
     lines = [f"job {result['job']} ({result['job_type']}), arrival {result['arrival_s']:.0f} s, {result['steps']:.0f} "
              f"steps, policy {result['policy']}, seed {result['seed']}: {len(result['moves'])} move(s)"]
     for mv in result["moves"]:
-        lines.append(f"t={mv['t_s']:.0f} s: {mv['from']} -> {mv['to']}"
-                     f"{' (resumed after preemption)' if mv['was_preempted'] else ''}; true remaining "
+        lines.append(f"t={mv['t_s']:.0f} s: {mv['from']} -> {mv['to']}: {mv['why']}; true remaining "
                      f"{mv['true_remaining_steps']:.0f} steps")
         lines.extend(_plan_lines(mv["planner"], "  "))
     return "\n".join(lines)
