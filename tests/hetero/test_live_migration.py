@@ -36,3 +36,5 @@ def test_jobs_resume_on_another_node_with_identical_losses(cluster: Any) -> None
         assert 0 < r["migration_s"] < 60
     est = planner_estimate(results[0]["checkpoint_bytes"])
     assert est["restart_s"] == 10.0 and est["data_s"] < 1e-3
+    print("live migration s:", [round(r["migration_s"], 3) for r in results], "planner estimate s:",
+          round(est["transfer_s"], 3))
