@@ -40,7 +40,7 @@ def start_local_cluster(names: Sequence[str], *, gpus_per_node: int = 2) -> Iter
     import ray
     from ray.cluster_utils import Cluster
 
-    temp = Path(tempfile.mkdtemp(prefix="sdmig-", dir="/tmp"))  # short: Ray's socket paths must fit
+    temp = Path(tempfile.mkdtemp(prefix="sdmig-"))  # short prefix: Ray's socket paths must fit
     default_root = Path(tempfile.gettempdir()) / "ray"
     made_root = not default_root.exists()
     default_root.mkdir(exist_ok=True)
