@@ -251,7 +251,7 @@ def errors(st: Any, points: list[dict[str, Any]]) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--budget-s", type=float, default=150.0)
+    ap.add_argument("--budget-s", type=float, default=120.0)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--cpu-test", action="store_true", help="tiny model on the CPU (logic check only)")
     args = ap.parse_args(argv)

@@ -26,7 +26,8 @@ PARTS: list[tuple[str, str, float]] = [
     ("isolation", "isolation_probe.py", 90.0),
     ("kernels", "kernels_h200.py", 210.0),
     ("telemetry", "telemetry_bf16.py", 60.0),
-    ("llm-calibration", "llm_calibration.py", 150.0),
+    ("llm-calibration", "llm_calibration.py", 120.0),
+    ("migration", "migration_state.py", 60.0),
 ]
 
 

@@ -8,7 +8,9 @@ Ray task), with ``CUDA_VISIBLE_DEVICES`` set to the GPUs of Seedance's decision 
 ``SEEDANCE_GPU_SHARE`` to its share of each.
 
 * ``torch-train``: a few steps of a small PyTorch regression model (CPU, or the visible GPU with
-  its memory capped to the job's share), printing the loss of every step.
+  its memory capped to the job's share), printing the loss of every step. ``checkpoint-at: N`` stops
+  after step N and returns the real state dict (model, optimiser, step, losses) as ``checkpoint``
+  bytes; a run given ``JobContext.resume_state`` continues from it (live migration).
 * ``sleep``: waits ``seconds``, printing a line per second.
 
 ``hold: "true"`` makes either wait, after its work, until the backend releases it (a test and
@@ -66,6 +68,8 @@ class JobContext:
     gpu_indices: tuple[int, ...] = ()
     gpu_share: float = 0.0
     channel: Channel = field(default_factory=_Free)
+    resume_state: bytes | None = None
+    """A checkpoint (``torch.save`` bytes) a migrated or restarted run resumes from (``torch-train``)."""
 
     def int_param(self, key: str, default: int, *, lo: int, hi: int) -> int:
         """An integer parameter in ``[lo, hi]``; bad input raises ``InputError``."""
@@ -133,7 +137,20 @@ def torch_train(ctx: JobContext) -> dict[str, Any]:
     model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.Tanh(), torch.nn.Linear(32, 1)).to(device)
     opt = torch.optim.Adam(model.parameters(), lr=0.02)
     losses: list[float] = []
-    for step in range(1, steps + 1):
+    checkpoint_at = ctx.int_param("checkpoint-at", 0, lo=0, hi=100_000)
+    first = 1
+    resumed_at = 0.0
+    if ctx.resume_state is not None:
+        import io
+
+        state = torch.load(io.BytesIO(ctx.resume_state), map_location=device, weights_only=True)
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["optimizer"])
+        losses = [float(v) for v in state["losses"]]
+        first = int(state["step"]) + 1
+        resumed_at = time.time()
+        print(f"resumed from step {first - 1}", flush=True)
+    for step in range(first, steps + 1):
         opt.zero_grad()
         loss = torch.nn.functional.mse_loss(model(x), y)
         loss.backward()  # type: ignore[no-untyped-call]
@@ -145,13 +162,24 @@ def torch_train(ctx: JobContext) -> dict[str, Any]:
         if ctx.channel.stopping():
             print("stopping: the backend gave this run up", flush=True)
             break
+        if step == checkpoint_at and step < steps:
+            import io
+
+            checkpointed_at = time.time()
+            buf = io.BytesIO()
+            torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "step": step,
+                        "losses": losses}, buf)
+            print(f"checkpointed at step {step} ({buf.tell()} bytes)", flush=True)
+            return {"steps": len(losses), "losses": losses, "checkpoint": buf.getvalue(), "stopped_at": step,
+                    "checkpointed_at_unix": checkpointed_at, "device": str(device)}
         if step_s:
             time.sleep(step_s)
     if ctx.flag("hold"):
         print("holding until released", flush=True)
         ctx.hold()
         print("released", flush=True)
-    return {"steps": len(losses), "first_loss": losses[0], "final_loss": losses[-1], "device": str(device)}
+    return {"steps": len(losses), "first_loss": losses[0], "final_loss": losses[-1], "device": str(device),
+            "losses": losses, **({"resumed_at_unix": resumed_at} if resumed_at else {})}
 
 
 @WORKLOADS.register("sleep")

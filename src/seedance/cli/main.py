@@ -41,6 +41,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "seedance.cli.reserve",
     "seedance.cli.markets",
     "seedance.cli.trace",
+    "seedance.cli.hetero",  # after explain: adds ``explain migration`` to that group
 )
 
 EXIT_BAD_INPUT = 2

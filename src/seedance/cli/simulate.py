@@ -132,8 +132,24 @@ def register(app: typer.Typer) -> None:
         flexible_share: Annotated[
             float, typer.Option(help="With --region: share of jobs marked flexible (deadline-bound).")
         ] = 0.3,
+        workload: Annotated[
+            str | None,
+            typer.Option(help="Replay: 'gavel-mix' = heterogeneous fleet, Gavel job mix (docs/hetero.md)."),
+        ] = None,
+        storage: Annotated[
+            str, typer.Option(help="With --workload: checkpoint storage layouts, comma-separated "
+                                   "(tiered, nvme, remote-only).")
+        ] = "tiered",
+        jobs: Annotated[int, typer.Option(help="With --workload: jobs per seed.")] = 300,
+        jobs_per_hour: Annotated[float, typer.Option(help="With --workload: arrival rate.")] = 3.0,
     ) -> None:
         """Simulate placement policies on a trace and compare them."""
+        if workload is not None:  # heterogeneous fleet replay, owned by seedance.hetero
+            from seedance.cli.hetero import simulate_workload
+
+            simulate_workload(workload, mode.value, policy, PAPER_POLICIES, seeds, pods, storage, jobs,
+                              jobs_per_hour, output.value, out)
+            return
         from seedance.scheduling.framework import make_policy
         from seedance.traces.paths import DEFAULT_NODES, DEFAULT_PODS, FGD_EXPECTED, data_file
 

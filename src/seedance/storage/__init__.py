@@ -1,0 +1,1 @@
+"""Storage tiers as node resources and checkpoint costs."""

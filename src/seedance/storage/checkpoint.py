@@ -1,0 +1,128 @@
+"""Checkpoint size, placement on storage tiers, and CheckFreq's frequency rule as the baseline.
+
+Size: parameters x bytes per parameter of the training state (FP32 weights 4 B, plus the optimiser's
+state: SGD with momentum +4 B, Adam +8 B for its two moments; mixed precision adds nothing here since
+the FP32 master copy is the weights).
+
+Timing (``CheckpointCost``): a checkpoint stalls training while the state leaves the GPU. With a staging
+tier (CXL or DRAM) the stall is the GPU-to-tier copy (at the slower of the GPU's PCIe link and the
+tier) and the copy to the persistent tier overlaps training (CheckFreq's two-phase snapshot/persist);
+without one (``remote-only``) the write to the remote store is synchronous. A restore reads the state
+back from the fastest tier that still holds it.
+
+CheckFreq (Mohan et al., FAST'21) picks the checkpoint interval so that the stall stays within an
+overhead bound (3.5% in the paper) and the persist phase of one checkpoint ends before the next
+begins: ``k = max(ceil(snapshot / (p * iter)), ceil(persist / iter), 1)`` iterations.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from seedance.core.errors import InputError
+from seedance.storage.tiers import REMOTE, VOLATILE, TierSet
+
+OPTIMIZER_BYTES: Mapping[str, int] = MappingProxyType({"sgd": 0, "sgd-momentum": 4, "adam": 8, "adamw": 8})
+"""Optimiser state bytes per parameter on top of 4 B of FP32 weights."""
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSize:
+    """Parameter count of a model family and the optimiser it trains with."""
+
+    params: int
+    optimizer: str
+    source: str
+
+
+MODEL_SIZES: Mapping[str, ModelSize] = MappingProxyType({
+    "ResNet-18": ModelSize(11_689_512, "sgd-momentum", "torchvision resnet18 (num_params 11,689,512)"),
+    "ResNet-50": ModelSize(25_557_032, "sgd-momentum", "torchvision resnet50 (num_params 25,557,032)"),
+    "Transformer": ModelSize(65_000_000, "adam", "Vaswani et al. 2017, Table 3, base model: 65M"),
+    "LM": ModelSize(13_987_678, "sgd", "PyTorch word_language_model defaults (2-layer LSTM, emsize=nhid=200, "
+                                      "WikiText-2 vocabulary 33,278), counted"),
+    "Recommendation": ModelSize(28_980_000, "adam", "estimate: DeepRecommender-style autoencoder "
+                                                    "26,744-512-512-1024 and mirror (ML-20M items), counted"),
+    "A3C": ModelSize(1_000_000, "adam", "estimate: Atari A3C conv+LSTM-256 policy (order of 1M parameters)"),
+    "CycleGAN": ModelSize(28_286_000, "adam", "pytorch-CycleGAN-and-pix2pix: 2 x G 11.378M + 2 x D 2.765M"),
+})
+
+
+def family(job_type: str) -> str:
+    """``"ResNet-50 (batch size 64)"`` -> ``"ResNet-50"``."""
+    return job_type.split(" (", 1)[0]
+
+
+def checkpoint_gb(params: float, optimizer: str = "adam", *, weight_bytes: int = 4,
+                  source: str | None = None) -> float:
+    """Size (GB) of weights plus optimiser state; bad sizes raise ``InputError``."""
+    if not (isinstance(params, int | float) and math.isfinite(params)) or params <= 0:
+        raise InputError(f"parameter count must be a finite number > 0, got {params!r}", source=source,
+                         field="params")
+    if params > 1e14:
+        raise InputError(f"{params:.3g} parameters is beyond any model this planner can hold", source=source,
+                         field="params")
+    if optimizer not in OPTIMIZER_BYTES:
+        raise InputError(f"unknown optimiser {optimizer!r}; known: {', '.join(OPTIMIZER_BYTES)}", source=source,
+                         field="optimizer")
+    if weight_bytes not in (1, 2, 4):
+        raise InputError(f"weight bytes must be 1, 2 or 4, got {weight_bytes}", source=source, field="weight_bytes")
+    return params * (weight_bytes + OPTIMIZER_BYTES[optimizer]) / 1e9
+
+
+def job_checkpoint_gb(job_type: str) -> float:
+    """Checkpoint size of a Gavel job type from its family's parameter count."""
+    size = MODEL_SIZES.get(family(job_type))
+    if size is None:
+        raise InputError(f"no parameter count for {job_type!r}; known families: {', '.join(MODEL_SIZES)}",
+                         field="job_type")
+    return checkpoint_gb(size.params, size.optimizer)
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointCost:
+    """Seconds one checkpoint costs on a node layout, for a GPU with ``pcie_gbs`` of PCIe."""
+
+    size_gb: float
+    snapshot_s: float
+    persist_s: float
+    snapshot_tier: str
+    persist_tier: str
+
+    def restore_s(self, layout: TierSet, pcie_gbs: float, *, same_node: bool, network_gbs: float) -> float:
+        """Seconds to load the state back: local staging copy on the same node, else over the network
+        from the persistent copy (a peer's NVMe or the remote store)."""
+        if same_node:
+            tier = layout.get(self.snapshot_tier)
+            return self.size_gb / min(pcie_gbs, tier.read_gbs)
+        src = layout.get(self.persist_tier)
+        return self.size_gb / min(pcie_gbs, src.read_gbs, network_gbs)
+
+
+def checkpoint_cost(size_gb: float, layout: TierSet, pcie_gbs: float) -> CheckpointCost:
+    """Where a checkpoint of ``size_gb`` goes on ``layout`` and what it costs."""
+    if not (math.isfinite(size_gb) and size_gb > 0):
+        raise InputError(f"checkpoint size must be > 0 GB, got {size_gb!r}", field="checkpoint_gb")
+    snap = layout.snapshot_tier(size_gb)
+    persist = layout.persist_tier(size_gb)
+    snapshot_s = size_gb / min(pcie_gbs, snap.write_gbs)
+    if snap.name in VOLATILE:
+        persist_s = size_gb / min(snap.read_gbs, persist.write_gbs)
+        return CheckpointCost(size_gb, snapshot_s, persist_s, snap.name, persist.name)
+    return CheckpointCost(size_gb, snapshot_s, 0.0, snap.name, snap.name)
+
+
+def checkfreq_interval(iter_s: float, snapshot_s: float, persist_s: float, overhead: float = 0.035) -> int:
+    """CheckFreq's rule: iterations between checkpoints for a stall within ``overhead`` of run time."""
+    if not (iter_s > 0 and snapshot_s >= 0 and persist_s >= 0 and 0 < overhead < 1):
+        raise InputError(f"bad CheckFreq inputs iter_s={iter_s}, snapshot_s={snapshot_s}, persist_s={persist_s}, "
+                         f"overhead={overhead}", field="checkfreq")
+    return max(1, math.ceil(snapshot_s / (overhead * iter_s)), math.ceil(persist_s / iter_s))
+
+
+def is_remote_only(layout: TierSet) -> bool:
+    """Whether the layout writes checkpoints straight to the remote store."""
+    return all(t.name == REMOTE for t in layout.tiers)

@@ -1,0 +1,100 @@
+"""Heterogeneous replay: exact outcomes on a hand-built two-GPU case, policies, and a Gavel-mix slice."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from seedance.core.errors import InputError
+from seedance.hetero.fleet import make_fleet
+from seedance.hetero.policies import maxmin_allocation
+from seedance.hetero.replay import ReplayOptions, replay
+from seedance.hetero.throughput import ThroughputMatrix, default_matrix
+from seedance.hetero.workload import Workload, alibaba_gaps, gavel_mix
+from seedance.storage.checkpoint import checkfreq_interval, checkpoint_cost, job_checkpoint_gb
+from seedance.storage.tiers import STORAGE
+from seedance.traces.paths import DEFAULT_PODS, data_file
+
+TYPES = ("ResNet-50 (batch size 64)", "A3C")
+MATRIX = ThroughputMatrix(TYPES, ("k80", "v100"), (1,), np.array([[[1.0, 10.0]], [[5.0, 5.0]]]), "hand")
+WL = Workload(np.array([0.0, 0.0]), np.array([0, 1]), np.array([36_000.0, 3_600.0]),
+              np.array([[1.0, 10.0], [5.0, 5.0]]), MATRIX)
+FLEET = make_fleet([("k80", 1), ("v100", 1)], gpus_per_node=1)
+
+
+def eff(job_type: str, rate: float, pcie: float = 15.75, layout: str = "tiered") -> tuple[float, float]:
+    """Effective steps/s and stall per step under CheckFreq's interval on the tiered layout."""
+    gb = job_checkpoint_gb(job_type)
+    ref = checkpoint_cost(gb, STORAGE.get("tiered"), pcie)
+    ck = checkpoint_cost(gb, STORAGE.get(layout), pcie)
+    k = checkfreq_interval(1 / rate, ref.snapshot_s, ref.persist_s)
+    return k / (k / rate + ck.snapshot_s), ck.snapshot_s / k
+
+
+def test_agnostic_puts_the_fast_job_on_the_slow_gpu() -> None:
+    r = replay("agnostic", WL, FLEET)
+    e0, _ = eff(TYPES[0], 1.0)  # FIFO: job 0 takes the first free GPU in fleet order, the K80
+    e1, _ = eff(TYPES[1], 5.0)
+    assert r["avg_jct_s"] == pytest.approx(((10 + 36_000 / e0) + (10 + 3_600 / e1)) / 2, rel=1e-9)
+    assert r["migrations"] == 0
+
+
+def test_hetero_jct_matches_jobs_to_gpus() -> None:
+    r = replay("hetero-jct", WL, FLEET)
+    e0, _ = eff(TYPES[0], 10.0)  # ResNet-50 is 10x faster on the V100, A3C indifferent: it takes the K80
+    e1, _ = eff(TYPES[1], 5.0)
+    assert r["avg_jct_s"] == pytest.approx(((10 + 36_000 / e0) + (10 + 3_600 / e1)) / 2, rel=1e-9)
+    assert (r["migrations"], r["preemptions"]) == (0, 0)
+    agn = replay("agnostic", WL, FLEET)
+    assert agn["avg_jct_s"] / r["avg_jct_s"] > 5
+
+
+def test_remote_only_stall_ratio_is_the_bandwidth_ratio() -> None:
+    fast = replay("agnostic", WL, FLEET)
+    slow = replay("agnostic", WL, make_fleet([("k80", 1), ("v100", 1)], gpus_per_node=1, storage="remote-only"))
+    # same CheckFreq interval, snapshot over PCIe 3.0 x16 (15.75 GB/s) vs 10 Gbit/s remote (1.25 GB/s)
+    assert slow["checkpoint_stall_s"] / fast["checkpoint_stall_s"] == pytest.approx(15.75 / 1.25)
+    _, s0 = eff(TYPES[0], 1.0)
+    _, s1 = eff(TYPES[1], 5.0)
+    assert fast["checkpoint_stall_s"] == pytest.approx(36_000 * s0 + 3_600 * s1)
+
+
+def test_maxmin_lp_exact() -> None:
+    x = maxmin_allocation(np.array([[1.0, 0.1], [1.0, 1.0]]), np.array([1, 1]))
+    assert x == pytest.approx(np.array([[1.0, 0.0], [0.0, 1.0]]), abs=1e-6)
+    x = maxmin_allocation(np.array([[1.0, 0.5], [1.0, 0.5], [1.0, 0.5]]), np.array([1, 1]))
+    # three alike jobs share 1 + 0.5 units of normalised throughput: 0.5 each
+    assert (x * np.array([1.0, 0.5])).sum(axis=1) == pytest.approx([0.5, 0.5, 0.5], abs=1e-6)
+
+
+@pytest.fixture(scope="module")
+def small_mix() -> Workload:
+    return gavel_mix(default_matrix(), alibaba_gaps(data_file(DEFAULT_PODS)), jobs=30, jobs_per_hour=6.0, seed=1)
+
+
+@pytest.mark.parametrize("policy", ["agnostic", "hetero-jct", "hetero-fair", "agnostic-las", "agnostic-fair"])
+def test_gavel_mix_slice_every_job_finishes(small_mix: Workload, policy: str) -> None:
+    fleet = make_fleet([("v100", 2), ("p100", 2), ("k80", 2)], gpus_per_node=2)
+    r = replay(policy, small_mix, fleet)
+    best = small_mix.steps / np.nanmax(small_mix.true_rate, axis=1)
+    assert r["jobs"] == 30 and np.isfinite(r["avg_jct_s"])
+    assert r["avg_jct_s"] >= best.mean() and r["p99_jct_s"] >= r["median_jct_s"]
+    assert r["checkpoint_stall_s"] > 0
+    if policy == "agnostic":
+        assert r["migrations"] == 0 and r["preemptions"] == 0
+
+
+def test_workload_follows_gavel_generator(small_mix: Workload) -> None:
+    run_v100 = small_mix.steps / default_matrix().steps_per_s[small_mix.job_type, 0, 2]
+    assert (run_v100 >= 60 * 10**1.5 - 1e-6).all() and (run_v100 <= 60 * 10**4 + 1e-6).all()
+    assert small_mix.arrival[0] == 0 and np.all(np.diff(small_mix.arrival) >= 0)
+    assert np.diff(small_mix.arrival).mean() == pytest.approx(600.0, rel=1e-9)  # 6 jobs/h
+    with pytest.raises(InputError):
+        gavel_mix(default_matrix(), np.array([1.0, 2.0]), jobs=0, jobs_per_hour=1.0, seed=0)
+
+
+def test_bad_options() -> None:
+    with pytest.raises(InputError):
+        ReplayOptions(round_s=0)
+    with pytest.raises(InputError, match="placement must be"):
+        ReplayOptions(placement="random")
