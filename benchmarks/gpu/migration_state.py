@@ -78,7 +78,7 @@ def run(out: Path, budget_s: float) -> dict[str, Any]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--budget-s", type=float, default=120.0)
+    ap.add_argument("--budget-s", type=float, default=60.0)
     args = ap.parse_args()
     if shutil.which("nvidia-smi") is None:
         print(json.dumps({"status": "not run", "detail": "no NVIDIA GPU: nvidia-smi not found"}))
