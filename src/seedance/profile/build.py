@@ -1,0 +1,98 @@
+"""``build_profile``: the one way every driver turns a profile document into stages."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from seedance.core.cluster import ClusterState
+from seedance.profile.config import ProfileConfig
+from seedance.profile.profile import SchedulingProfile
+from seedance.profile.stages import ADAPTERS, BIND_HOOKS, FALLBACKS, FILTERS
+from seedance.scheduling.framework import PlacementPolicy, PolicyContext, make_policy
+from seedance.scheduling.tasktypes import TaskTypes
+from seedance.slicing.placement import DEFAULT_MIG_MAP, MigAwarePolicy, MigLedger
+from seedance.tiers.config import DEFAULT_TIER_CONFIG, TierConfig, load_tier_config
+
+
+@dataclass(frozen=True, slots=True)
+class BuildContext:
+    """What a stage factory may read: the document, the cluster, the tiers and the MIG ledger."""
+
+    config: ProfileConfig
+    state: ClusterState | None
+    tier_config: TierConfig
+    ledger: MigLedger | None
+
+
+def build_profile(
+    config: ProfileConfig,
+    state: ClusterState,
+    *,
+    seed: int = 0,
+    task_types: TaskTypes | None = None,
+    policy: PlacementPolicy | None = None,
+    tier_config: TierConfig | None = None,
+    explain: bool | None = None,
+) -> SchedulingProfile:
+    """The profile of ``config`` over ``state`` (a MIG ledger is built on ``state`` when slices are MIG).
+
+    Args:
+        config: The profile document.
+        state: The cluster the profile decides on (idle on MIG pools, or re-applied through ``apply``).
+        seed: Seed of random policies.
+        task_types: Target workload for policies that are given one (FGD, as in the paper).
+        policy: An already built placement policy to reuse (keeps what it learned); by default
+            ``config.placement`` is built.
+        tier_config: The tiers (default: ``config.tiers.file``, else the built-in tiers).
+        explain: Override ``config.explain``.
+    """
+    tiers = tier_config or (load_tier_config(config.tiers.file) if config.tiers.file else DEFAULT_TIER_CONFIG)
+    ledger = None
+    if config.slices.mode == "mig":
+        ledger = MigLedger(state, dict(config.slices.mig_map or DEFAULT_MIG_MAP), native=config.slices.native)
+    b = BuildContext(config, state, tiers, ledger)
+    base = policy or make_policy(
+        config.placement.policy, PolicyContext(seed=seed, task_types=task_types, options=dict(config.placement.options))
+    )
+    scorer: PlacementPolicy = base if ledger is None else MigAwarePolicy(base, ledger)
+    filters = [FILTERS.get(n)(b) for n in config.filters]
+    adapters = [a for a in (ADAPTERS.get(n)(b) for n in config.adapters) if a is not None]
+    fallbacks = [f for f in (FALLBACKS.get(n)(b) for n in config.tiers.fallbacks) if f is not None]
+    hooks = [h for h in (BIND_HOOKS.get(n)(b) for n in config.bind_hooks) if h is not None]
+    pools = None
+    if config.tiers.enabled:
+        from seedance.profile.tiers import TierPools
+
+        pools = TierPools(tiers)
+    return SchedulingProfile(
+        scorer, filters, adapters=adapters, pools=pools, fallbacks=fallbacks, hooks=hooks,
+        explain=config.explain if explain is None else explain, name=config.name,
+    )
+
+
+def slice_profile(policy: PlacementPolicy, ledger: MigLedger, *, explain: bool = False) -> SchedulingProfile:
+    """A profile of ``policy`` over an existing MIG ledger (the slicing API's ``SliceScheduler``)."""
+    from seedance.profile.slices import MigInstances
+
+    b = BuildContext(ProfileConfig(slices={"mode": "mig"}), ledger.state, DEFAULT_TIER_CONFIG, ledger)
+    filters = [FILTERS.get(n)(b) for n in b.config.filters]
+    return SchedulingProfile(
+        MigAwarePolicy(policy, ledger), filters, hooks=[MigInstances(ledger)], explain=explain, name="mig"
+    )
+
+
+def tier_profile(
+    policy: PlacementPolicy, tier_config: TierConfig = DEFAULT_TIER_CONFIG, *, explain: bool = False,
+    fallbacks: tuple[str, ...] = ("borrow", "preempt"),
+) -> SchedulingProfile:
+    """A profile of ``policy`` with the tier stages (the tiers API's ``TieredScheduler``)."""
+    from seedance.profile.tiers import TierPools
+
+    cfg = ProfileConfig(tiers={"enabled": True, "fallbacks": fallbacks}, filters=(*ProfileConfig().filters,))
+    b = BuildContext(cfg, None, tier_config, None)
+    filters = [FILTERS.get(n)(b) for n in cfg.filters]
+    adapters = [a for a in (ADAPTERS.get(n)(b) for n in cfg.adapters) if a is not None]
+    fbs = [f for f in (FALLBACKS.get(n)(b) for n in cfg.tiers.fallbacks) if f is not None]
+    return SchedulingProfile(
+        policy, filters, adapters=adapters, pools=TierPools(tier_config), fallbacks=fbs, explain=explain, name="tiers"
+    )
