@@ -10,7 +10,7 @@ from seedance.profile.profile import SchedulingProfile
 from seedance.profile.stages import ADAPTERS, BIND_HOOKS, FALLBACKS, FILTERS
 from seedance.scheduling.framework import PlacementPolicy, PolicyContext, make_policy
 from seedance.scheduling.tasktypes import TaskTypes
-from seedance.slicing.placement import DEFAULT_MIG_MAP, MigAwarePolicy, MigLedger
+from seedance.slicing.placement import MigAwarePolicy, MigLedger
 from seedance.tiers.config import DEFAULT_TIER_CONFIG, TierConfig, load_tier_config
 
 
@@ -49,7 +49,7 @@ def build_profile(
     tiers = tier_config or (load_tier_config(config.tiers.file) if config.tiers.file else DEFAULT_TIER_CONFIG)
     ledger = None
     if config.slices.mode == "mig":
-        ledger = MigLedger(state, dict(config.slices.mig_map or DEFAULT_MIG_MAP), native=config.slices.native)
+        ledger = MigLedger(state, dict(config.slices.mig_map), native=config.slices.native)
     b = BuildContext(config, state, tiers, ledger)
     base = policy or make_policy(
         config.placement.policy, PolicyContext(seed=seed, task_types=task_types, options=dict(config.placement.options))

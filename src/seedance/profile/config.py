@@ -53,7 +53,8 @@ class SlicesConfig(_Strict):
 
     mode: Literal["free", "mig"] = Field(default="free", description="`free`: fractional sharing; `mig`: MIG pools.")
     mig_map: dict[str, str] = Field(
-        default_factory=dict, description="Node GPU model -> MIG GPU model (mode mig; default G2 -> A100-80GB)."
+        default_factory=lambda: {"G2": "A100-80GB"},
+        description="Node GPU model -> MIG GPU model (mode mig); `{}` for MIG-capable catalog models only.",
     )
     native: bool = Field(default=True, description="Nodes of MIG-capable catalog models are MIG pools too.")
 
