@@ -26,7 +26,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from seedance.core.cluster import ClusterState
-from seedance.core.decision import Decision, Outcome
+from seedance.core.decision import Decision
 from seedance.core.resources import ResourceRequest
 from seedance.profile.stages import Attempt, BindHook, Fallback, NodeSubset, RequestAdapter
 from seedance.scheduling.framework import FilterPlugin, Nodes, PlacementPolicy, Scheduler, Scores
