@@ -139,6 +139,8 @@ class Extender:
         self._pods: dict[str, _PodRecord] = {}
         self._pending: OrderedDict[str, PodInfo] = OrderedDict()
         self._seen: dict[str, BoolA | None] = {}  # candidates filter saw, per pending pod
+        self._scored: dict[str, tuple[int, Decision]] = {}  # prioritize's decision per pod, with the epoch
+        self._epoch = 0  # bumped by every change of the state (a decision made before is then stale)
         self.unaccounted = 0
         self.config = profile or default_extender_profile(policy.name)
         self._profile: SchedulingProfile | None = None
@@ -183,6 +185,7 @@ class Extender:
                 (self._cordoned.add if cordon else self._cordoned.discard)(spec.name)
                 if self._state is not None:
                     self._state.set_schedulable(self._index[spec.name], not cordon)
+                    self._epoch += 1
                 changed = True
             return changed
 
@@ -232,6 +235,7 @@ class Extender:
             self._state = state
             self._profile = build_profile(self.config, state, policy=self.policy, tier_config=self.tier_config,
                                           extra_filters=self.filters)
+            self._epoch += 1
             self.unaccounted = 0
             for rec in self._pods.values():
                 rec.placement = self._place(state, rec)
@@ -257,6 +261,7 @@ class Extender:
             self._pods[info.uid] = rec
             if self._state is not None:
                 rec.placement = self._place(self._state, rec)
+                self._epoch += 1
 
     def forget_pod(self, uid: str) -> bool:
         """Release a pod's resources (deleted or finished); returns whether it was accounted."""
@@ -266,8 +271,10 @@ class Extender:
             rec = self._pods.pop(uid, None)
             if rec is None:
                 return False
+            self._scored.pop(uid, None)
             if rec.placement is not None and self._state is not None and self._profile is not None:
                 self._profile.release(self._state, _as_decision(rec))
+                self._epoch += 1
             return True
 
     def retain_pods(self, uids: Iterable[str], listed_at: float) -> int:
@@ -363,7 +370,11 @@ class Extender:
                 self._ingest(items)
             state = self._ensure_state()
             cand = self._candidates(names)
-            scored = self.profile.decide_scored(self._attempt(state, info, self._only(state, cand)))
+            # decide over the candidates filter saw (kube-scheduler sends prioritize only the nodes that
+            # passed), so the decision is the one filter's stages lead to, as in every other driver
+            only = self._seen[info.uid] if info.uid in self._seen else self._only(state, cand)
+            scored = self.profile.decide_scored(self._attempt(state, info, only))
+            self._scored[info.uid] = (self._epoch, scored.decision)
             if scored.decision.placement is not None:
                 node_score = np.zeros(state.n_nodes, dtype=np.int64)
                 raw, nodes = scored.scores, scored.nodes
@@ -402,12 +413,15 @@ class Extender:
                     self.forget_pod(uid)
                     state = self._ensure_state()
                 profile = self.profile
-                d = profile.decide_scored(self._attempt(state, info, self._seen.get(uid))).decision
+                epoch, d = self._scored.get(uid, (-1, None))  # type: ignore[assignment]
+                if d is None or epoch != self._epoch:
+                    d = profile.decide_scored(self._attempt(state, info, self._seen.get(uid))).decision
                 if d.placement is None or d.placement.node != idx:
                     d = profile.decide_scored(self._attempt(state, info, self._one_node(state, idx))).decision
                 if d.placement is None:
                     return {"Error": f"Seedance: pod {ns}/{name} no longer fits node {node}: {d.reason}"}
                 profile.apply(state, d)
+                self._epoch += 1
                 rec = _PodRecord(ns, name, node, info.request, d.placement.gpus, d.placement, tier=info.tier,
                                  decision=d)
                 self._pods[uid] = rec
@@ -421,6 +435,7 @@ class Extender:
         with self._lock:
             self._pending.pop(uid, None)
             self._seen.pop(uid, None)
+            self._scored.pop(uid, None)
         return {"Error": ""}
 
     # ------------------------------------------------------------------ internals
@@ -437,6 +452,7 @@ class Extender:
                 if len(self._pending) >= self.pending_capacity:
                     old, _ = self._pending.popitem(last=False)
                     self._seen.pop(old, None)
+                    self._scored.pop(old, None)
             self._pending[info.uid] = info
         return info
 
