@@ -224,3 +224,80 @@ def drive_live(svc: Any, case: Case, policy: str, tag: str) -> list[dict[str, An
                          "explanation": json.loads(json.dumps(r[5]))})
     assert all(n in names or n is None for n in (x["node"] for x in out_rows))
     return out_rows
+
+
+class HttpExtender:
+    """The extender behind its real HTTP server, driven the way kube-scheduler drives it."""
+
+    def __init__(self, case: Case, policy: str) -> None:
+        import http.client
+
+        from seedance.k8s.extender import Extender
+        from seedance.k8s.server import ExtenderApp, make_server, serve_in_thread
+        from seedance.scheduling import PolicyContext, make_policy
+        from tests.k8s.k8s_docs import RecordingBinder, make_node
+
+        self.binder = RecordingBinder()
+        pol = make_policy(policy, PolicyContext(seed=0, task_types=task_types(case)))
+        self.extender = Extender(pol, binder=self.binder, profile=profile_config(policy))
+        self.extender.set_nodes([
+            make_node(n.name, gpus=n.gpus, model=n.model, cpu=str(n.cores), memory=f"{n.mem_gi}Gi", labels=n.labels)
+            for n in case.nodes
+        ])
+        self.names = [n.name for n in case.nodes]
+        self.httpd = make_server(ExtenderApp(self.extender), "127.0.0.1", 0)
+        serve_in_thread(self.httpd)
+        self.conn = http.client.HTTPConnection("127.0.0.1", self.httpd.server_address[1], timeout=30)
+
+    def post(self, verb: str, body: dict[str, Any]) -> Any:
+        self.conn.request("POST", f"/{verb}", body=json.dumps(body), headers={"Content-Type": "application/json"})
+        resp = self.conn.getresponse()
+        raw = resp.read()
+        assert resp.status == 200, raw
+        return json.loads(raw)
+
+    def close(self) -> None:
+        self.conn.close()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def schedule(self, pod: dict[str, Any]) -> str | None:
+        """filter → prioritize → bind on the best-scored node (kube-scheduler's cycle); the bound node."""
+        passed = self.post("filter", {"Pod": pod, "Nodes": None, "NodeNames": self.names})["NodeNames"]
+        prio = self.post("prioritize", {"Pod": pod, "Nodes": None, "NodeNames": passed})
+        if not passed:
+            return None
+        best = max(prio, key=lambda h: h["Score"])["Host"]
+        meta = pod["metadata"]
+        res = self.post("bind", {"PodName": meta["name"], "PodNamespace": meta["namespace"],
+                                 "PodUID": meta["uid"], "Node": best})
+        assert res == {"Error": ""}, res
+        return str(best)
+
+
+def pod_doc(r: CReq, i: int, case: Case) -> dict[str, Any]:
+    """The Pod document of request ``i`` (borrowing allowed)."""
+    from tests.k8s.k8s_docs import make_pod
+
+    share = r.num_gpu == 1 and r.milli < MILLI_PER_GPU
+    return make_pod(f"p{i}", cpu=str(r.cores), memory=f"{r.mem_gi}Gi", gpus=r.num_gpu,
+                    milli=r.milli if share else None, tier=r.tier, types=",".join(r.types) or None,
+                    uid=f"{case.name}-{i}", annotations={"seedance.ai/borrow": "true"})
+
+
+def drive_extender(case: Case, policy: str) -> list[dict[str, Any]]:
+    """The extender over real HTTP: each pod filtered, prioritized and bound in turn."""
+    ext = HttpExtender(case, policy)
+    try:
+        out = []
+        for i, r in enumerate(case.reqs):
+            pod = pod_doc(r, i, case)
+            bound = ext.schedule(pod)
+            d = ext.extender.decision_of(pod["metadata"]["uid"])
+            assert d is not None
+            row = norm(d, ext.names)
+            assert row["node"] == bound
+            out.append(row)
+        return out
+    finally:
+        ext.close()

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from seedance.scheduling import PLACEMENT_POLICIES
-from tests.profile.corpus import corpus, drive_live, drive_sim
+from tests.profile.corpus import corpus, drive_extender, drive_live, drive_sim
 
 CORPUS = corpus()
 POLICIES = PLACEMENT_POLICIES.names()
@@ -31,3 +31,9 @@ def test_live_loop_sqlite_matches_the_simulator(policy: str, make_service: Any, 
     for case in CORPUS:
         assert drive_live(svc, case, policy, policy) == drive_sim(case, policy), case.name
     print(policy, time.perf_counter() - t0)
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_extender_over_http_matches_the_simulator(policy: str) -> None:
+    for case in CORPUS:
+        assert drive_extender(case, policy) == drive_sim(case, policy), case.name
