@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query, Response
 
 from seedance.control.api.deps import BeforeId, IdPath, Limit, PrincipalDep, ServiceDep
 from seedance.control.api.errors import ERROR_RESPONSES
-from seedance.control.dispatch import read_logs
+from seedance.backends.dispatch import read_logs
 from seedance.control.schemas import (
     NAME_PATTERN,
     DecisionList,
