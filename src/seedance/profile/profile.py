@@ -53,13 +53,19 @@ class Admission:
 
     Attributes:
         ok: Nodes the pod may be bound to now (by the first stage with room).
-        reason: Per node, why it is rejected (``""`` for passing nodes).
+        code: Per node, the index into ``texts`` of why it is rejected (meaningless where ``ok``).
+        texts: The distinct reasons (kube-scheduler groups equal reasons in the pod's events).
         resolvable: Per node, whether waiting can change the answer.
     """
 
     ok: BoolA
-    reason: list[str]
+    code: NDArray[np.intp]
+    texts: list[str]
     resolvable: BoolA
+
+    def reason(self, node: int) -> str:
+        """Why ``node`` is rejected (``""`` when it passes)."""
+        return "" if self.ok[node] else self.texts[int(self.code[node])]
 
 
 class SchedulingProfile:
@@ -194,42 +200,44 @@ class SchedulingProfile:
         """Nodes of the first stage with room for the pod, and each other node's reason."""
         view = att.view
         r = self.adapt(att)
-        ok, reason, resolvable = self._evaluate(att, r, self.chain(att.tier, "own"))
+        texts: list[str] = []
+        ok, code, resolvable = self._evaluate(att, r, self.chain(att.tier, "own"), texts)
         only = att.only if att.only is not None else np.ones(view.n_nodes, dtype=np.bool_)
         if (ok & only).any() or not self.tiered(att.tier):
-            return Admission(ok & only, reason, resolvable)
+            return Admission(ok & only, code, texts, resolvable)
         assert self.pools is not None and att.tier is not None
         for req, pool in self.pools.borrow_tries(att, r, self):
-            bok, breason, bres = self._evaluate(att, req, self.chain(att.tier, pool))
+            bok, bcode, bres = self._evaluate(att, req, self.chain(att.tier, pool), texts)
             in_pool = self.pools.pool_mask(view, att.tier, pool)
-            for i in np.flatnonzero(in_pool).tolist():
-                reason[i], resolvable[i] = breason[i], bres[i]
+            code = np.where(in_pool, bcode, code)
+            resolvable = np.where(in_pool, bres, resolvable)
             if (bok & only).any():
-                return Admission(bok & only, reason, resolvable)
-        return Admission(np.zeros(view.n_nodes, dtype=np.bool_), reason, resolvable)
+                return Admission(bok & only, code, texts, resolvable)
+        return Admission(np.zeros(view.n_nodes, dtype=np.bool_), code, texts, resolvable)
 
     @staticmethod
     def _evaluate(
-        att: Attempt, req: ResourceRequest, filters: Sequence[FilterPlugin]
-    ) -> tuple[BoolA, list[str], BoolA]:
+        att: Attempt, req: ResourceRequest, filters: Sequence[FilterPlugin], texts: list[str]
+    ) -> tuple[BoolA, NDArray[np.intp], BoolA]:
+        """Per node: passes all filters?, reason code (into ``texts``, extended here), resolvable?"""
         view = att.view
         n = view.n_nodes
         if n == 0:
-            return np.zeros(0, dtype=np.bool_), [], np.zeros(0, dtype=np.bool_)
+            return np.zeros(0, dtype=np.bool_), np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.bool_)
         masks = np.stack([f.mask(view, req) for f in filters])
         ok = masks.all(axis=0)
         first = np.argmax(~masks, axis=0)
-        texts = [f.reason(req) for f in filters]
+        base = len(texts)
+        texts.extend(f.reason(req) for f in filters)
+        texts.append(f"node can never fit {describe_request(req)}")
         res = np.array([f.resolvable for f in filters], dtype=np.bool_)[first]
         ever = view.cpu_capacity >= req.cpu_milli
         ever &= view.mem_capacity >= req.memory_mib
         if req.num_gpu:
             ever &= view.gpu_count >= req.num_gpu
-        never_txt = f"node can never fit {describe_request(req)}"
-        reason = [
-            "" if ok[i] else (never_txt if res[i] and not ever[i] else texts[int(first[i])]) for i in range(n)
-        ]
-        return ok, reason, ~ok & res & ever
+        never = res & ~ever
+        code = np.where(never, base + len(filters), base + first).astype(np.intp)
+        return ok, code, ~ok & res & ever
 
 
 def describe_request(req: ResourceRequest) -> str:
