@@ -49,7 +49,9 @@ t0 = time.perf_counter(); TieredReplay(cluster, trace).run(); print(time.perf_co
 """,
     "mig inflation": _LOAD + """
 from seedance.slicing.sim import run_sliced_inflation
-t0 = time.perf_counter(); run_sliced_inflation(spec, trace, "best-fit", 42, slices="mig"); print(time.perf_counter() - t0)
+t0 = time.perf_counter()
+run_sliced_inflation(spec, trace, "best-fit", 42, slices="mig")
+print(time.perf_counter() - t0)
 """,
     "extender": """
 import random, time
