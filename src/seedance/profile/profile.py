@@ -225,7 +225,7 @@ class SchedulingProfile:
         if n == 0:
             return np.zeros(0, dtype=np.bool_), np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.bool_)
         masks = np.stack([f.mask(view, req) for f in filters])
-        ok = masks.all(axis=0)
+        ok: BoolA = np.asarray(masks.all(axis=0), dtype=np.bool_)
         first = np.argmax(~masks, axis=0)
         base = len(texts)
         texts.extend(f.reason(req) for f in filters)
@@ -237,7 +237,8 @@ class SchedulingProfile:
             ever &= view.gpu_count >= req.num_gpu
         never = res & ~ever
         code = np.where(never, base + len(filters), base + first).astype(np.intp)
-        return ok, code, ~ok & res & ever
+        waiting: BoolA = ~ok & res & ever
+        return ok, code, waiting
 
 
 def describe_request(req: ResourceRequest) -> str:
