@@ -104,6 +104,8 @@ class SchedulingProfile:
         self.name = name
         self._plain = Scheduler(policy, self.filters, explain=explain)
         self._chains: dict[tuple[str, str], Scheduler] = {}
+        # no adapter and no bind hook: a pod outside the tier stages is exactly the framework's decision
+        self._direct = not self.adapters and not self.hooks
 
     # ------------------------------------------------------------------ stage access
     def chain(self, tier: str | None, pool: str = "own") -> tuple[FilterPlugin, ...]:
@@ -155,6 +157,8 @@ class SchedulingProfile:
         running: RunningPods | None = None, now: float = 0.0, borrow: bool = True, only: BoolA | None = None,
     ) -> Decision:
         """Decide where ``req`` goes now, or why it waits (see the module docstring)."""
+        if self._direct and only is None and (tier is None or self.pools is None or not self.pools.has(tier)):
+            return self._plain.decide(view, req, pod)  # the hot path of the simulators: no stage to run
         return self.decide_scored(
             Attempt(view, req, pod, tier, running, now, borrow, only)
         ).decision
@@ -184,6 +188,8 @@ class SchedulingProfile:
         if decision.placement is None:
             return
         view.apply(decision.placement)
+        if not self.hooks:
+            return
         for h in self.hooks:
             h.apply(view, decision)
 
