@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from seedance.core.cluster import ClusterState
 from seedance.profile.config import ProfileConfig, SlicesConfig, TiersConfig
@@ -11,8 +12,10 @@ from seedance.profile.profile import SchedulingProfile
 from seedance.profile.stages import ADAPTERS, BIND_HOOKS, FALLBACKS, FILTERS
 from seedance.scheduling.framework import FilterPlugin, PlacementPolicy, PolicyContext, make_policy
 from seedance.scheduling.tasktypes import TaskTypes
-from seedance.slicing.placement import MigAwarePolicy, MigLedger
-from seedance.tiers.config import DEFAULT_TIER_CONFIG, TierConfig, load_tier_config
+
+if TYPE_CHECKING:  # the tier and MIG modules load only for profiles that use them
+    from seedance.slicing.placement import MigLedger
+    from seedance.tiers.config import TierConfig
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,8 +24,16 @@ class BuildContext:
 
     config: ProfileConfig
     state: ClusterState | None
-    tier_config: TierConfig
+    tier_config: TierConfig | None
     ledger: MigLedger | None
+
+    def tiers(self) -> TierConfig:
+        """The tiers: the given ones, else ``config.tiers.file``, else the built-in Gold/Silver/Bronze."""
+        if self.tier_config is not None:
+            return self.tier_config
+        from seedance.tiers.config import DEFAULT_TIER_CONFIG, load_tier_config
+
+        return load_tier_config(self.config.tiers.file) if self.config.tiers.file else DEFAULT_TIER_CONFIG
 
 
 def build_profile(
@@ -49,15 +60,22 @@ def build_profile(
         explain: Override ``config.explain``.
         extra_filters: Filter plug-ins run after the named ones (a driver's own, e.g. tests).
     """
-    tiers = tier_config or (load_tier_config(config.tiers.file) if config.tiers.file else DEFAULT_TIER_CONFIG)
     ledger = None
     if config.slices.mode == "mig":
+        from seedance.slicing.placement import MigLedger
+
         ledger = MigLedger(state, dict(config.slices.mig_map), native=config.slices.native)
-    b = BuildContext(config, state, tiers, ledger)
+    b = BuildContext(config, state, tier_config, ledger)
+    if config.tiers.enabled:
+        b = BuildContext(config, state, b.tiers(), ledger)
     base = policy or make_policy(
         config.placement.policy, PolicyContext(seed=seed, task_types=task_types, options=dict(config.placement.options))
     )
-    scorer: PlacementPolicy = base if ledger is None else MigAwarePolicy(base, ledger)
+    scorer: PlacementPolicy = base
+    if ledger is not None:
+        from seedance.slicing.placement import MigAwarePolicy
+
+        scorer = MigAwarePolicy(base, ledger)
     filters = [*(FILTERS.get(n)(b) for n in config.filters), *extra_filters]
     adapters = [a for a in (ADAPTERS.get(n)(b) for n in config.adapters) if a is not None]
     fallbacks = [f for f in (FALLBACKS.get(n)(b) for n in config.tiers.fallbacks) if f is not None]
@@ -66,7 +84,7 @@ def build_profile(
     if config.tiers.enabled:
         from seedance.profile.tiers import TierPools
 
-        pools = TierPools(tiers)
+        pools = TierPools(b.tiers())
     return SchedulingProfile(
         scorer, filters, adapters=adapters, pools=pools, fallbacks=fallbacks, hooks=hooks,
         explain=config.explain if explain is None else explain, name=config.name,
@@ -76,8 +94,9 @@ def build_profile(
 def slice_profile(policy: PlacementPolicy, ledger: MigLedger, *, explain: bool = False) -> SchedulingProfile:
     """A profile of ``policy`` over an existing MIG ledger (the slicing API's ``SliceScheduler``)."""
     from seedance.profile.slices import MigInstances
+    from seedance.slicing.placement import MigAwarePolicy
 
-    b = BuildContext(ProfileConfig(slices=SlicesConfig(mode="mig")), ledger.state, DEFAULT_TIER_CONFIG, ledger)
+    b = BuildContext(ProfileConfig(slices=SlicesConfig(mode="mig")), ledger.state, None, ledger)
     filters = [FILTERS.get(n)(b) for n in b.config.filters]
     return SchedulingProfile(
         MigAwarePolicy(policy, ledger), filters, hooks=[MigInstances(ledger)], explain=explain, name="mig"
@@ -85,11 +104,14 @@ def slice_profile(policy: PlacementPolicy, ledger: MigLedger, *, explain: bool =
 
 
 def tier_profile(
-    policy: PlacementPolicy, tier_config: TierConfig = DEFAULT_TIER_CONFIG, *, explain: bool = False,
+    policy: PlacementPolicy, tier_config: TierConfig | None = None, *, explain: bool = False,
     fallbacks: tuple[str, ...] = ("borrow", "preempt"),
 ) -> SchedulingProfile:
     """A profile of ``policy`` with the tier stages (the tiers API's ``TieredScheduler``)."""
     from seedance.profile.tiers import TierPools
+    from seedance.tiers.config import DEFAULT_TIER_CONFIG
+
+    tier_config = tier_config or DEFAULT_TIER_CONFIG
 
     cfg = ProfileConfig(tiers=TiersConfig(enabled=True, fallbacks=fallbacks))
     b = BuildContext(cfg, None, tier_config, None)

@@ -18,13 +18,14 @@ naming the file, the line and the valid choices.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from seedance.core.errors import InputError, UnknownNameError
-from seedance.core.yamldoc import compose, line_of, validate
+
+if TYPE_CHECKING:
+    import yaml
 
 DEFAULT_FILTER_NAMES: tuple[str, ...] = ("NodeSchedulable", "NodeResourcesFit", "GpuModelMatch", "GpuFit")
 
@@ -83,6 +84,8 @@ def profile_of_policy(policy: str, *, options: dict[str, Any] | None = None, **f
 
 def parse_profile(data: Any, *, source: str = "profile", node: yaml.Node | None = None) -> ProfileConfig:
     """Validate a parsed document; every stage name and policy option is checked (``InputError``)."""
+    from seedance.core.yamldoc import validate
+
     cfg: ProfileConfig = validate(ProfileConfig, data, node, source=source, schema="SchedulingProfile")
     check_names(cfg, source=source, node=node)
     return cfg
@@ -100,6 +103,8 @@ def load_profile(path: str | Path) -> ProfileConfig:
 
 def profile_from_text(text: str, *, source: str) -> ProfileConfig:
     """Parse and validate a profile document given as text."""
+    from seedance.core.yamldoc import compose
+
     node, data = compose(text, source=source, what="scheduling profile")
     if not isinstance(data, dict):
         raise InputError("a scheduling profile is a mapping (kind: SchedulingProfile, ...)", source=source, line=1)
@@ -108,6 +113,7 @@ def profile_from_text(text: str, *, source: str) -> ProfileConfig:
 
 def check_names(cfg: ProfileConfig, *, source: str, node: yaml.Node | None = None) -> None:
     """Every named stage, queue order and policy option exists (``InputError`` with file and line)."""
+    from seedance.core.yamldoc import line_of
     from seedance.profile.stages import ADAPTERS, BIND_HOOKS, FALLBACKS, FILTERS
     from seedance.scheduling.framework import PLACEMENT_POLICIES, validate_options
     from seedance.scheduling.queueing import QUEUE_ORDERS
