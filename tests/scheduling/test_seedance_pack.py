@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from tests.conftest import make_cluster, occupy
 
 from seedance.core.cluster import ClusterState
+from seedance.core.errors import InputError
 from seedance.core.resources import ResourceRequest
 from seedance.scheduling import PolicyContext, Scheduler, make_policy
 from seedance.scheduling.online import OnlineMix
@@ -64,8 +65,13 @@ def test_share_fills_the_gap_it_fits_best() -> None:
 
 
 def test_unknown_score_mode_is_refused() -> None:
-    with pytest.raises(ValueError, match="valid: sigmoid\\+fit"):
+    with pytest.raises(InputError, match="'sigmoid\\+fit'"):
         make_policy("seedance", PolicyContext(options={"score": "magic"}))
+
+
+def test_unknown_option_names_the_valid_ones() -> None:
+    with pytest.raises(InputError, match="unknown option 'balanse'.*valid options: memory, fgd_weight"):
+        make_policy("seedance", PolicyContext(options={"balanse": 1.0}))
 
 
 REQ = st.one_of(

@@ -142,6 +142,11 @@ def register(app: typer.Typer) -> None:
         ] = "tiered",
         jobs: Annotated[int, typer.Option(help="With --workload: jobs per seed.")] = 300,
         jobs_per_hour: Annotated[float, typer.Option(help="With --workload: arrival rate.")] = 3.0,
+        profile: Annotated[
+            Path | None,
+            typer.Option(help="A `kind: SchedulingProfile` YAML (docs/profiles.md): its placement policy, "
+                              "options, queue order and stages replace --policy and --queue-order."),
+        ] = None,
     ) -> None:
         """Simulate placement policies on a trace and compare them."""
         if workload is not None:  # heterogeneous fleet replay, owned by seedance.hetero
@@ -153,6 +158,12 @@ def register(app: typer.Typer) -> None:
         from seedance.scheduling.framework import make_policy
         from seedance.traces.paths import DEFAULT_NODES, DEFAULT_PODS, FGD_EXPECTED, data_file
 
+        cfg = None
+        if profile is not None:
+            from seedance.profile import load_profile
+
+            cfg = load_profile(profile)
+            policy, queue_order = cfg.placement.policy, cfg.queue
         policies = split_names(policy)
         for name in policies if region is None else ():  # fail fast on unknown names (lists the valid ones)
             _check_policy(name, make_policy)
@@ -199,7 +210,9 @@ def register(app: typer.Typer) -> None:
             _emit(payload, output, out, lambda p, o: render_ab(p, o.value))
             return
         if mode is Mode.replay:
-            payload = _run_replay(nodes_path, pod_paths, policies, seed_list, capacity_scale, queue_order, end, runner)
+            payload = _run_replay(
+                nodes_path, pod_paths, policies, seed_list, capacity_scale, queue_order, end, runner, cfg
+            )
             _emit(payload, output, out, _render_replay)
             if report:
                 from seedance.sim.report import write_replay_report
@@ -209,7 +222,7 @@ def register(app: typer.Typer) -> None:
             return
         paper_results = _load_paper(paper, data_file, FGD_EXPECTED)
         payload = _run_inflation(
-            nodes_path, pod_paths, policies, seed_list, arrived_max, runner, paper_results, output, bound
+            nodes_path, pod_paths, policies, seed_list, arrived_max, runner, paper_results, output, bound, cfg
         )
         _emit(payload, output, out, _render)
         if report:
@@ -264,6 +277,7 @@ def _run_replay(
     queue_order: str,
     end: str,
     runner: Any,
+    profile: Any = None,
 ) -> dict[str, Any]:
     from seedance.scheduling.queueing import QUEUE_ORDERS
     from seedance.sim.experiment import ReplaySpec, execute_replay
@@ -280,7 +294,7 @@ def _run_replay(
         if not load_pods(p).has_times:
             raise InputError("replay needs creation_time and deletion_time for every pod", source=str(p))
     specs = [
-        ReplaySpec(str(nodes_path), str(p), pol, s, capacity_scale, queue_order, end)
+        ReplaySpec(str(nodes_path), str(p), pol, s, capacity_scale, queue_order, end, profile)
         for p in pod_paths
         for pol in policies
         for s in seeds
@@ -346,7 +360,6 @@ def _render_replay(payload: dict[str, Any], output: Output) -> Any:
 
 
 def _check_policy(name: str, make_policy: Any) -> None:
-    import seedance.scheduling.policies  # noqa: F401
     from seedance.scheduling.framework import PLACEMENT_POLICIES
 
     PLACEMENT_POLICIES.get(name)
@@ -374,6 +387,7 @@ def _run_inflation(
     paper: Any,
     output: Output,
     bound: bool = False,
+    profile: Any = None,
 ) -> dict[str, Any]:
 
     from seedance.sim.experiment import RunSpec, execute
@@ -386,7 +400,7 @@ def _run_inflation(
     for p in pod_paths:
         load_pods(p)
     runs = [
-        RunSpec(str(nodes_path), str(p), pol, s, arrived_max / 100.0, arrived_max)
+        RunSpec(str(nodes_path), str(p), pol, s, arrived_max / 100.0, arrived_max, profile)
         for p in pod_paths
         for pol in policies
         for s in seeds

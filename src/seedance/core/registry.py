@@ -2,7 +2,9 @@
 
 Every plug-in family (placement policies, queue orders, batchers, ...) owns one ``Registry``
 instance, created where the family's base class lives. Registration happens at import time of
-the plug-in module through the decorator, so a family's package ``__init__`` imports its modules.
+the plug-in module through the decorator. A registry created with ``plugins="package.module"``
+imports that module the first time it is asked for a name (lazy loading): callers never import
+plug-in packages for their side effects.
 
 >>> reg: Registry[type] = Registry("demo")
 >>> @reg.register("best-fit", aliases=("bf",))
@@ -17,6 +19,7 @@ seedance.core.errors.UnknownNameError: unknown demo 'nope'; valid names: best-fi
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Iterator
 from typing import Generic, TypeVar
 
@@ -28,10 +31,19 @@ T = TypeVar("T")
 class Registry(Generic[T]):
     """Maps names (and aliases) to plug-ins of one family."""
 
-    def __init__(self, family: str) -> None:
+    def __init__(self, family: str, *, plugins: str | None = None) -> None:
         self.family = family
+        self.plugins = plugins
+        self._loaded = plugins is None
         self._items: dict[str, T] = {}
         self._aliases: dict[str, str] = {}
+
+    def _load(self) -> None:
+        """Import the built-in plug-in module once (it registers itself through the decorator)."""
+        if not self._loaded:
+            self._loaded = True
+            assert self.plugins is not None
+            importlib.import_module(self.plugins)
 
     def register(self, name: str, *, aliases: tuple[str, ...] = ()) -> Callable[[T], T]:
         """Decorator registering ``obj`` under ``name`` (and ``aliases``)."""
@@ -53,6 +65,7 @@ class Registry(Generic[T]):
 
     def get(self, name: str) -> T:
         """Return the plug-in called ``name`` (case-insensitive, aliases accepted)."""
+        self._load()
         key = name.strip().lower()
         key = self._aliases.get(key, key)
         try:
@@ -64,16 +77,20 @@ class Registry(Generic[T]):
 
     def names(self) -> list[str]:
         """Registered canonical names, in registration order."""
+        self._load()
         return list(self._items)
 
     def __contains__(self, name: object) -> bool:
         if not isinstance(name, str):
             return False
+        self._load()
         key = name.strip().lower()
         return self._aliases.get(key, key) in self._items
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._items)
+        self._load()
+        return iter(list(self._items))
 
     def __len__(self) -> int:
+        self._load()
         return len(self._items)

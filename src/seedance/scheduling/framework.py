@@ -17,15 +17,17 @@ NOTE(seedance): the algorithm, once.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from seedance.core.cluster import ClusterState
 from seedance.core.decision import Decision, Outcome, Placement
+from seedance.core.errors import InputError
 from seedance.core.registry import Registry
 from seedance.core.resources import MILLI_PER_GPU, ResourceRequest
 from seedance.scheduling.tasktypes import TaskTypes
@@ -52,19 +54,35 @@ class PolicyContext:
 
 
 class FilterPlugin(ABC):
-    """A filter stage: which nodes can host a request right now."""
+    """A filter stage: which nodes can host a request right now, and why the others cannot.
+
+    Every filter carries its own explanation: :meth:`reason` is the one line a person reads for a
+    node it rejects (the extender sends it to kube-scheduler, the simulator and the control plane
+    count rejections under :attr:`name`), and :attr:`resolvable` says whether waiting (pods leaving)
+    can change its answer. Drivers never keep a table of filter names.
+    """
 
     name: ClassVar[str]
+    #: ``False`` when pods leaving cannot change the answer (labels, models, cordons).
+    resolvable: ClassVar[bool] = True
 
     @abstractmethod
     def mask(self, view: ClusterState, req: ResourceRequest) -> BoolA:
         """Called once per scheduling attempt; returns a boolean mask over all nodes."""
+
+    def reason(self, req: ResourceRequest) -> str:
+        """Why a node this filter rejects cannot host ``req`` (one short line)."""
+        return f"rejected by {self.name}"
 
 
 class Schedulable(FilterPlugin):
     """Nodes not cordoned."""
 
     name = "NodeSchedulable"
+    resolvable = False
+
+    def reason(self, req: ResourceRequest) -> str:
+        return "node is cordoned"
 
     def mask(self, view: ClusterState, req: ResourceRequest) -> BoolA:
         return view.schedulable
@@ -75,6 +93,9 @@ class ResourcesFit(FilterPlugin):
 
     name = "NodeResourcesFit"
 
+    def reason(self, req: ResourceRequest) -> str:
+        return "insufficient free CPU or memory"
+
     def mask(self, view: ClusterState, req: ResourceRequest) -> BoolA:
         return view.fit_mask(req.cpu_milli, req.memory_mib)
 
@@ -83,6 +104,10 @@ class GpuModelMatch(FilterPlugin):
     """The node's GPU model is one the request accepts (GPU requests only)."""
 
     name = "GpuModelMatch"
+    resolvable = False
+
+    def reason(self, req: ResourceRequest) -> str:
+        return f"GPU model not in {', '.join(req.gpu_types)}" if req.gpu_types else "node has no GPU"
 
     def mask(self, view: ClusterState, req: ResourceRequest) -> BoolA:
         if req.num_gpu == 0:
@@ -95,6 +120,9 @@ class GpuFit(FilterPlugin):
 
     name = "GpuFit"
 
+    def reason(self, req: ResourceRequest) -> str:
+        return f"no GPU with {req.gpu_milli} milli free" if req.is_sharing else f"fewer than {req.num_gpu} idle GPU(s)"
+
     def mask(self, view: ClusterState, req: ResourceRequest) -> BoolA:
         return view.gpu_fit_mask(req)
 
@@ -102,15 +130,29 @@ class GpuFit(FilterPlugin):
 DEFAULT_FILTERS: tuple[FilterPlugin, ...] = (Schedulable(), ResourcesFit(), GpuModelMatch(), GpuFit())
 
 
+class NoOptions(BaseModel):
+    """Options of a policy that takes none (any option given is an error)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
 class PlacementPolicy(ABC):
     """Scores feasible nodes and picks GPUs inside the chosen one.
 
-    Subclasses register with ``@PLACEMENT_POLICIES.register("name")`` and set ``name``.
+    Subclasses register with ``@PLACEMENT_POLICIES.register("name")`` and set ``name``. A policy
+    with options declares them as a pydantic model in ``Options`` (``extra="forbid"``): a
+    profile's ``placement.options`` are validated against it, so a misspelled option is an error
+    naming the valid ones.
     """
 
     name: ClassVar[str]
     #: One line on what the policy does, shown by ``seedancectl policies``.
     summary: ClassVar[str] = ""
+    #: Typed options of the policy (validated by :func:`make_policy`).
+    Options: ClassVar[type[BaseModel]] = NoOptions
+    #: Whether the policy must be *given* the target workload (``PolicyContext.task_types``);
+    #: drivers compute it only for such policies.
+    needs_task_types: ClassVar[bool] = False
 
     def __init__(self, ctx: PolicyContext) -> None:
         self.ctx = ctx
@@ -127,15 +169,39 @@ class PlacementPolicy(ABC):
         return best_fit_gpus(view, req, node)
 
 
-PLACEMENT_POLICIES: Registry[type[PlacementPolicy]] = Registry("placement policy")
+PLACEMENT_POLICIES: Registry[type[PlacementPolicy]] = Registry(
+    "placement policy", plugins="seedance.scheduling.policies"
+)
+
+
+def validate_options(
+    cls: type[PlacementPolicy], options: Mapping[str, object], *, source: str = "options", line: int | None = None
+) -> dict[str, object]:
+    """``options`` checked against ``cls.Options``; an unknown or ill-typed option raises ``InputError``.
+
+    Returns the options as given (only those set), so policies keep reading their defaults.
+    """
+    try:
+        model = cls.Options.model_validate(dict(options))
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        key = ".".join(str(x) for x in err["loc"])
+        valid = ", ".join(cls.Options.model_fields) or "none"
+        if err["type"] == "extra_forbidden":
+            msg = f"unknown option {key!r} of placement policy {cls.name!r}; valid options: {valid}"
+        else:
+            msg = f"option {key!r} of placement policy {cls.name!r}: {err['msg']}; valid options: {valid}"
+        raise InputError(msg, source=source, line=line, field=f"options.{key}" if key else "options") from None
+    return {k: getattr(model, k) for k in model.model_fields_set}
 
 
 def make_policy(name: str, ctx: PolicyContext | None = None) -> PlacementPolicy:
-    """Build the policy registered as ``name`` (unknown names list the valid ones)."""
-    import seedance.scheduling.policies  # noqa: F401  (registers the built-in policies)
-
+    """Build the policy registered as ``name`` (unknown names list the valid ones; options are validated)."""
     cls = PLACEMENT_POLICIES.get(name)
-    return cls(ctx or PolicyContext())
+    ctx = ctx or PolicyContext()
+    if ctx.options:
+        validate_options(cls, ctx.options)
+    return cls(ctx)
 
 
 def best_fit_gpus(view: ClusterState, req: ResourceRequest, node: int) -> tuple[int, ...]:
@@ -183,9 +249,18 @@ class Scheduler:
 
     def decide(self, view: ClusterState, req: ResourceRequest, pod: int = -1) -> Decision:
         """Decide where ``req`` goes now (or why it cannot go anywhere)."""
+        return self.decide_scored(view, req, pod)[0]
+
+    def decide_scored(
+        self, view: ClusterState, req: ResourceRequest, pod: int = -1
+    ) -> tuple[Decision, Nodes, Scores | None]:
+        """:meth:`decide`, plus the feasible nodes and their scores (``None``: fewer than two nodes).
+
+        The Kubernetes extender's ``prioritize`` reports these scores, so every node is scored once.
+        """
         nodes = np.flatnonzero(self.feasible(view, req))
         if nodes.size == 0:
-            return self._no_fit(view, req, pod)
+            return self._no_fit(view, req, pod), nodes, None
         score: int | None = None
         if nodes.size == 1:
             node = int(nodes[0])
@@ -204,7 +279,8 @@ class Scheduler:
         reason = f"{self.policy.name}: best of {nodes.size} feasible node(s)"
         if score is not None:
             reason += f", score {score}"
-        return Decision(pod, Outcome.BIND, placement, score=score, reason=reason, explanation=explanation)
+        decision = Decision(pod, Outcome.BIND, placement, score=score, reason=reason, explanation=explanation)
+        return decision, nodes, scores
 
     def rejections(self, view: ClusterState, req: ResourceRequest) -> dict[str, int]:
         """How many nodes each filter rejects on its own (explanations of pending pods)."""

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from seedance.profile import ProfileConfig
 from seedance.sim.inflation import InflationRun, run_inflation
 from seedance.sim.replay import ReplayRun, run_replay
 from seedance.traces.alibaba import load_nodes, load_pods
@@ -30,6 +31,7 @@ class RunSpec:
     seed: int
     ratio: float
     arrived_max: int | None
+    profile: ProfileConfig | None = None
 
 
 def execute(run: RunSpec) -> InflationRun:
@@ -44,6 +46,7 @@ def execute(run: RunSpec) -> InflationRun:
         ratio=run.ratio,
         arrived_max=run.arrived_max,
         trace_name=Path(run.pods).stem.removeprefix("openb_pod_list_"),
+        profile=run.profile,
     )
 
 
@@ -58,6 +61,7 @@ class ReplaySpec:
     capacity_scale: float
     queue_order: str
     end: str
+    profile: ProfileConfig | None = None
 
 
 def execute_replay(run: ReplaySpec) -> ReplayRun:
@@ -71,6 +75,7 @@ def execute_replay(run: ReplaySpec) -> ReplayRun:
         queue_order=run.queue_order,
         end=run.end,
         trace_name=Path(run.pods).stem.removeprefix("openb_pod_list_"),
+        profile=run.profile,
     )
 
 

@@ -13,15 +13,18 @@ allocated milli-GPU and cluster fragmentation; they are bucketed by arrived % af
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
 
 from seedance.core.cluster import ClusterSpec, ClusterState
+from seedance.core.decision import Decision
 from seedance.core.resources import ResourceRequest
+from seedance.profile import ProfileConfig, SchedulingProfile, build_profile, profile_of_policy
 from seedance.scheduling.fragmentation import FragModel
-from seedance.scheduling.framework import PolicyContext, Scheduler, make_policy
+from seedance.scheduling.framework import PolicyContext
 from seedance.scheduling.tasktypes import TaskTypes
 from seedance.sim.engine import EventLoop
 from seedance.sim.metrics import bucket_by_arrival
@@ -188,6 +191,73 @@ def inflation_record(
     )
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class StreamResult:
+    """Per-event series of one pass of a profile over an arrival stream."""
+
+    arrived: NDArray[np.int64]  # arrived milli-GPU after each event
+    used: NDArray[np.int64]  # milli-GPU the cluster state books after each event
+    frag_milli: NDArray[np.float64]
+    usd: NDArray[np.float64]  # allocated $/h after each event
+    bound: NDArray[np.bool_]
+    placed: int
+    failed: int
+    cluster_usd_h: float
+
+
+def run_stream(
+    setup: InflationSetup,
+    profile: SchedulingProfile,
+    spec: ClusterSpec,
+    on_bind: Callable[[int, ResourceRequest, Decision], None] | None = None,
+) -> StreamResult:
+    """Submit the setup's arrival stream to ``profile`` (the inflation loop, once for every caller).
+
+    Each pod is observed, decided and, when bound, applied through the profile; a pod that fits
+    nowhere is dropped. ``on_bind(event, request, decision)`` is called after every bind.
+    """
+    from seedance.finops.bill import NodePrices  # the bill: allocated $/h after every event
+
+    state, keys, reqs, pods = setup.state, setup.keys, setup.reqs, setup.stream.pods
+    frag = FragModel(setup.types, state)
+    n_events = len(pods)
+    arrived = np.zeros(n_events, dtype=np.int64)
+    used = np.zeros(n_events, dtype=np.int64)
+    frag_milli = np.zeros(n_events, dtype=np.float64)
+    bound = np.zeros(n_events, dtype=np.bool_)
+    node_frag = frag.node_frag().copy()
+    counters = {"arrived": 0, "placed": 0, "failed": 0}
+    prices = NodePrices.of(spec)
+    usd = np.zeros(n_events, dtype=np.float64)
+    billed = [0.0]
+    decide, apply, observe = profile.decide, profile.apply, profile.observe
+
+    def on_arrival(t: float, i: int) -> None:
+        req = reqs[keys[pods[i]]]
+        counters["arrived"] += req.total_gpu_milli
+        observe(req)
+        d = decide(state, req, i)
+        if d.placement is not None:
+            apply(state, d)
+            n = d.placement.node
+            node_frag[n] = frag.shape_frag(state.shape_id[n : n + 1])[0]
+            counters["placed"] += 1
+            bound[i] = True
+            billed[0] += prices.placement_usd_h(d.placement)
+            if on_bind is not None:
+                on_bind(i, req, d)
+        else:
+            counters["failed"] += 1
+        usd[i] = billed[0]
+        arrived[i] = counters["arrived"]
+        used[i] = state.used_gpu_milli
+        frag_milli[i] = node_frag.sum()
+
+    EventLoop([on_arrival]).run((float(i), i) for i in range(n_events))
+    return StreamResult(arrived, used, frag_milli, usd, bound, counters["placed"], counters["failed"],
+                        prices.cluster_usd_h)
+
+
 def run_inflation(
     spec: ClusterSpec,
     trace: PodTrace,
@@ -198,72 +268,43 @@ def run_inflation(
     arrived_max: int | None = None,
     task_types: TaskTypes | None = None,
     trace_name: str | None = None,
+    profile: ProfileConfig | None = None,
 ) -> InflationRun:
     """One inflation run of ``policy`` on ``trace`` with ``seed``.
 
     Args:
         spec: The cluster.
         trace: The pod list (any order; it is sorted by name first).
-        policy: Registered placement policy name.
+        policy: Registered placement policy name (ignored when ``profile`` is given).
         seed: Seed for the shuffle, the resampling, node ranks and random policies.
         ratio: Submit pods until the arrived GPU request reaches ``ratio`` × capacity.
         arrived_max: Last arrived-% bucket reported (default ``round(ratio * 100)``).
         task_types: Target workload for FGD and the fragmentation metric (default: the trace's
             typical pods, as in the paper).
         trace_name: Name used in results (default: the trace file's stem).
+        profile: The scheduling profile (default: ``policy`` with the default stages).
     """
     t0 = time.perf_counter()
     setup = prepare_inflation(spec, trace, seed, ratio, task_types)
-    state, keys, reqs, pods = setup.state, setup.keys, setup.reqs, setup.stream.pods
-    sched = Scheduler(make_policy(policy, setup.context(seed)))
-    frag = FragModel(setup.types, state)
-    n_events = len(pods)
-    arrived = np.zeros(n_events, dtype=np.int64)
-    used = np.zeros(n_events, dtype=np.int64)
-    frag_milli = np.zeros(n_events, dtype=np.float64)
-    node_frag = frag.node_frag().copy()
-    counters = {"arrived": 0, "placed": 0, "failed": 0}
-    policy_obj = sched.policy
-    from seedance.finops.bill import NodePrices  # the bill: allocated $/h after every event
-
-    prices = NodePrices.of(spec)
-    usd = np.zeros(n_events, dtype=np.float64)
-    billed = [0.0]
-
-    def on_arrival(t: float, i: int) -> None:
-        req = reqs[keys[pods[i]]]
-        counters["arrived"] += req.total_gpu_milli
-        policy_obj.observe(req)
-        d = sched.decide(state, req, i)
-        if d.placement is not None:
-            state.apply(d.placement)
-            n = d.placement.node
-            node_frag[n] = frag.shape_frag(state.shape_id[n : n + 1])[0]
-            counters["placed"] += 1
-            billed[0] += prices.placement_usd_h(d.placement)
-        else:
-            counters["failed"] += 1
-        usd[i] = billed[0]
-        arrived[i] = counters["arrived"]
-        used[i] = state.used_gpu_milli
-        frag_milli[i] = node_frag.sum()
-
-    EventLoop([on_arrival]).run((float(i), i) for i in range(n_events))
+    cfg = profile or profile_of_policy(policy)
+    prof = build_profile(cfg, setup.state, seed=seed, task_types=setup.types)
+    res = run_stream(setup, prof, spec)
+    state = setup.state
     return inflation_record(
-        policy=policy,
+        policy=cfg.placement.policy,
         trace=trace_name or trace_stem(trace.source),
         seed=seed,
-        arrived=arrived,
-        used=used,
-        frag_milli=frag_milli,
+        arrived=res.arrived,
+        used=res.used,
+        frag_milli=res.frag_milli,
         total_gpus=spec.total_gpus,
         top=int(round(ratio * 100)) if arrived_max is None else arrived_max,
-        placed=counters["placed"],
-        failed=counters["failed"],
+        placed=res.placed,
+        failed=res.failed,
         wall_s=time.perf_counter() - t0,
         final_alloc_pct=round(100.0 * state.used_gpu_milli / state.capacity_gpu_milli, 2),
-        alloc_usd_h=usd,
-        cluster_usd_h=prices.cluster_usd_h,
+        alloc_usd_h=res.usd,
+        cluster_usd_h=res.cluster_usd_h,
     )
 
 

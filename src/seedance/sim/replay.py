@@ -21,17 +21,16 @@ from __future__ import annotations
 import bisect
 import math
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import NDArray
 
 from seedance.core.cluster import ClusterSpec, ClusterState, NodeSpec
-from seedance.core.decision import Placement
+from seedance.core.decision import Decision, Placement
 from seedance.core.errors import InputError
 from seedance.core.resources import ResourceRequest
-from seedance.scheduling.framework import DEFAULT_FILTERS, FilterPlugin, PolicyContext, Scheduler, make_policy
+from seedance.profile import ProfileConfig, build_profile, profile_of_policy
 from seedance.scheduling.queueing import QUEUE_ORDERS, QueueItem
 from seedance.scheduling.tasktypes import TaskTypes
 from seedance.sim.engine import EventLoop
@@ -143,8 +142,8 @@ class ReplaySimulation:
         trace: Pods with creation and deletion times.
         policy: Registered placement policy name.
         seed: Seed for random policies.
-        queue_order: Registered queue-sort name.
-        filters: Filter plugins (default: the framework's).
+        queue_order: Registered queue-sort name (default: the profile's).
+        profile: The scheduling profile (default: ``policy`` with the default stages).
         end: ``"fixed"`` (leave at deletion time) or ``"shifted"`` (run the full duration).
         task_types: Target workload for FGD (default: the trace's typical pods).
     """
@@ -156,8 +155,8 @@ class ReplaySimulation:
         policy: str,
         *,
         seed: int = 0,
-        queue_order: str = "fifo",
-        filters: Sequence[FilterPlugin] = DEFAULT_FILTERS,
+        queue_order: str | None = None,
+        profile: ProfileConfig | None = None,
         end: str = "fixed",
         task_types: TaskTypes | None = None,
     ) -> None:
@@ -171,9 +170,11 @@ class ReplaySimulation:
         self.trace = trace
         self.state = ClusterState(spec)
         types = task_types or TaskTypes.from_trace(trace)
-        self.scheduler = Scheduler(make_policy(policy, PolicyContext(seed=seed, task_types=types)), filters)
-        self.order = QUEUE_ORDERS.get(queue_order)()
-        self.policy_name = policy
+        cfg = profile or profile_of_policy(policy)
+        self.profile = build_profile(cfg, self.state, seed=seed, task_types=types)
+        self.order = QUEUE_ORDERS.get(queue_order or cfg.queue)()
+        self._decisions: dict[int, Decision] = {}
+        self.policy_name = cfg.placement.policy
         self.seed = seed
         self.end_rule = end
         self.keys, self.reqs = trace.request_keys()
@@ -199,7 +200,7 @@ class ReplaySimulation:
 
     # -------------------------------------------------------------- handlers
     def _on_arrival(self, t: float, pod: int) -> None:
-        self.scheduler.policy.observe(self.request(pod))
+        self.profile.observe(self.request(pod))
         if not self._try(t, pod):
             self._enqueue(t, pod)
             if self.end_rule == "fixed":
@@ -209,7 +210,7 @@ class ReplaySimulation:
         rec = self.records[pod]
         if rec.placement is None or not math.isnan(rec.end):
             return
-        self.state.release(rec.placement)
+        self.profile.release(self.state, self._decisions.pop(pod))
         rec.end = t
         self._sample(t)
         self._retry(t)
@@ -220,15 +221,18 @@ class ReplaySimulation:
 
     # -------------------------------------------------------------- scheduling
     def _try(self, t: float, pod: int) -> bool:
-        d = self.scheduler.decide(self.state, self.request(pod), pod)
+        d = self.profile.decide(self.state, self.request(pod), pod)
         if d.placement is None:
             self.records[pod].reason = d.reason
             return False
-        self._bind(t, pod, d.placement)
+        self._bind(t, pod, d)
         return True
 
-    def _bind(self, t: float, pod: int, placement: Placement) -> None:
-        self.state.apply(placement)
+    def _bind(self, t: float, pod: int, d: Decision) -> None:
+        placement = d.placement
+        assert placement is not None
+        self.profile.apply(self.state, d)
+        self._decisions[pod] = d
         rec = self.records[pod]
         rec.placement = placement
         rec.start = t
@@ -329,13 +333,14 @@ def run_replay(
     *,
     seed: int = 0,
     capacity_scale: float = 1.0,
-    queue_order: str = "fifo",
+    queue_order: str | None = None,
     end: str = "fixed",
     trace_name: str = "",
+    profile: ProfileConfig | None = None,
 ) -> ReplayRun:
-    """Replay ``trace`` on ``spec`` scaled by ``capacity_scale`` under ``policy``."""
+    """Replay ``trace`` on ``spec`` scaled by ``capacity_scale`` under ``policy`` (or ``profile``)."""
     t0 = time.perf_counter()
     cluster = spec if capacity_scale == 1.0 else scale_cluster(spec, capacity_scale, seed)
-    sim = ReplaySimulation(cluster, trace, policy, seed=seed, queue_order=queue_order, end=end)
+    sim = ReplaySimulation(cluster, trace, policy, seed=seed, queue_order=queue_order, end=end, profile=profile)
     sim.run()
     return sim.result(wall_s=time.perf_counter() - t0, capacity_scale=capacity_scale, trace_name=trace_name)

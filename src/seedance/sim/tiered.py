@@ -1,11 +1,12 @@
 """Tiered replay: the trace under SLA-tier binding, borrowing and explained preemption.
 
 NOTE(seedance): the loop (variant B of the A/B replay).
-  * Arrival at ``creation_time``: the pod's tier comes from its QoS class; the
-    ``TieredScheduler`` decides (own pool → borrow → preempt). Bound: victims are evicted first
-    (each goes back to the pending queue, losing the work since its last checkpoint), then the
+  * Arrival at ``creation_time``: the pod's tier comes from its QoS class; the profile
+    (``build_profile`` with the tier stages) decides (own pool → borrow → preempt). Bound:
+    victims are evicted first (each goes back to the pending queue, losing the work since its last checkpoint), then the
     placement is applied, then each victim is tried once more at once (it may fit elsewhere).
-    Pending: the pod waits in a queue ordered by tier priority, then creation time.
+    Pending: the pod waits in a queue ordered by the profile's ``QUEUE_ORDERS`` entry (default
+    ``priority``: tier priority, then creation time).
     Rejected: no node of its pools could ever host it.
   * Leave at ``deletion_time`` (the requested window is fixed): a running pod releases its
     resources and the pending queue is retried in order; a pending pod leaves unserved.
@@ -33,13 +34,13 @@ from seedance.core.cluster import ClusterSpec, ClusterState
 from seedance.core.decision import Decision, Outcome
 from seedance.core.errors import InputError
 from seedance.core.resources import ResourceRequest
-from seedance.scheduling.framework import PolicyContext, make_policy
+from seedance.profile import ProfileConfig, build_profile, profile_of_policy
+from seedance.scheduling.queueing import QUEUE_ORDERS, QueueItem
 from seedance.scheduling.tasktypes import TaskTypes
 from seedance.sim.engine import EventLoop
 from seedance.tiers.config import DEFAULT_TIER_CONFIG, TierConfig
 from seedance.tiers.pools import pod_tiers
 from seedance.tiers.preemption import RunningPod, RunningPods
-from seedance.tiers.scheduler import TieredScheduler
 from seedance.traces.schema import PodTrace
 
 ARRIVE, LEAVE, RETRY = 0, 1, 2
@@ -118,6 +119,7 @@ class TieredReplay:
         prices: PriceBook | None = None,
         explain_pod: int | None = None,
         task_types: TaskTypes | None = None,
+        profile: ProfileConfig | None = None,
     ) -> None:
         if not trace.has_times:
             raise InputError("replay needs creation_time and deletion_time for every pod", source=trace.source)
@@ -126,11 +128,17 @@ class TieredReplay:
         self.tier_config = tier_config
         self.state = ClusterState(spec)
         types = task_types or TaskTypes.from_trace(trace)
-        placement = make_policy(policy, PolicyContext(seed=seed, task_types=types))
-        self.scheduler = TieredScheduler(placement, tier_config)
-        self.explainer = TieredScheduler(placement, tier_config, explain=True) if explain_pod is not None else None
+        cfg = profile or profile_of_policy(policy, queue="priority")
+        cfg = cfg.model_copy(update={"tiers": cfg.tiers.model_copy(update={"enabled": True})})
+        self.scheduler = build_profile(cfg, self.state, seed=seed, task_types=types, tier_config=tier_config)
+        self.explainer = (
+            build_profile(cfg, self.state, policy=self.scheduler.policy, tier_config=tier_config, explain=True)
+            if explain_pod is not None and cfg.slices.mode == "free" else None
+        )
+        self.queue = QUEUE_ORDERS.get(cfg.queue)()
+        self._decided: dict[int, Decision] = {}
         self.explain_pod = explain_pod
-        self.policy_name = policy
+        self.policy_name = cfg.placement.policy
         self.seed = seed
         self.tier_names = tier_config.names()
         self.tier_of = pod_tiers(trace, tier_config)
@@ -145,8 +153,8 @@ class TieredReplay:
         self.log: list[dict[str, Any]] = []
         self.decisions = 0
         self.preemptions = 0
-        self._pending: list[tuple[int, float, int]] = []
-        self._pending_key: dict[int, tuple[int, float, int]] = {}
+        self._pending: list[tuple[tuple[float, ...], int]] = []
+        self._pending_key: dict[int, tuple[tuple[float, ...], int]] = {}
         self._open: dict[int, tuple[float, int, int, float]] = {}
         self._seg: list[tuple[int, float, float, int, int, int, float, float, int, bool, bool]] = []
         self._retry_at: set[float] = set()
@@ -191,7 +199,7 @@ class TieredReplay:
     # ------------------------------------------------------------------ handlers
     def _on_arrival(self, t: float, pod: int) -> None:
         self.loop.schedule(float(self.trace.deletion[pod]), LEAVE, pod)
-        self.scheduler.policy.observe(self.request(pod))
+        self.scheduler.observe(self.request(pod))
         outcome = self._try(t, pod)
         if outcome is Outcome.PENDING:
             self._enqueue(pod)
@@ -237,7 +245,8 @@ class TieredReplay:
         for p in d.preemptions:
             self._evict(t, p.victim, by=pod, reason=p.reason, cost=p.cost)
         self._account(t)
-        self.state.apply(d.placement)
+        self.scheduler.apply(self.state, d)
+        self._decided[pod] = d
         spec = self._tier_specs[int(self.tier_of[pod])]
         node = d.placement.node
         self.running.add(
@@ -274,7 +283,7 @@ class TieredReplay:
     def _stop(self, t: float, pod: int, *, lost: float, evicted: bool = False) -> None:
         rp = self.running.remove(pod)
         self._account(t)
-        self.state.release(rp.placement)
+        self.scheduler.release(self.state, self._decided.pop(pod))
         start, node, alloc, price = self._open.pop(pod)
         req = self.request(pod).total_gpu_milli
         mask = gpu_mask(rp.placement.gpus)
@@ -284,7 +293,7 @@ class TieredReplay:
         if not self._pending:
             return
         failed: set[tuple[int, int]] = set()
-        for _, _, pod in list(self._pending):
+        for _, pod in list(self._pending):
             if self.status[pod] != PENDING:
                 continue
             memo = (int(self.tier_of[pod]), int(self.keys[pod]))
@@ -304,14 +313,17 @@ class TieredReplay:
 
     def _enqueue(self, pod: int) -> None:
         prio = self._tier_specs[int(self.tier_of[pod])].priority
-        key = (-prio, float(self.trace.creation[pod]), pod)
-        bisect.insort(self._pending, key)
-        self._pending_key[pod] = key
+        req = self.request(pod)
+        key = self.queue.key(QueueItem(pod, float(self.trace.creation[pod]), pod, prio, req.total_gpu_milli,
+                                       self.tier(pod)))
+        entry = (key, pod)
+        bisect.insort(self._pending, entry)
+        self._pending_key[pod] = entry
         self.status[pod] = PENDING
 
     def _dequeue(self, pod: int) -> None:
-        key = self._pending_key.pop(pod)
-        j = bisect.bisect_left(self._pending, key)
+        entry = self._pending_key.pop(pod)
+        j = bisect.bisect_left(self._pending, entry)
         del self._pending[j]
 
     def _account(self, t: float) -> None:

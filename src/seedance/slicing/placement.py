@@ -22,24 +22,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from seedance.core.catalog import CATALOG
 from seedance.core.cluster import ClusterState
-from seedance.core.decision import Decision, Placement
+from seedance.core.decision import Decision
 from seedance.core.errors import InputError, SeedanceError, UnknownNameError
 from seedance.core.resources import MILLI_PER_GPU, ResourceRequest, SliceBackend
 from seedance.scheduling.framework import (
     FilterPlugin,
-    GpuModelMatch,
     Nodes,
     PlacementPolicy,
-    ResourcesFit,
-    Schedulable,
-    Scheduler,
     Scores,
 )
 from seedance.slicing.mig import FULL_MASK, Instance, MigGpu, OccupancyTables, mig_gpu
@@ -284,6 +279,10 @@ class SliceFit(FilterPlugin):
 
     name = "SliceFit"
 
+    def reason(self, req: ResourceRequest) -> str:
+        """Why a node has no room for the request's slice."""
+        return "no GPU with room for the request (as a MIG instance on MIG pools)"
+
     def __init__(self, ledger: MigLedger) -> None:
         self.ledger = ledger
 
@@ -328,8 +327,15 @@ class MigAwarePolicy(PlacementPolicy):
         return (self.ledger.choose_gpu(view, node, ps.profile, pref[0] if pref else None),)
 
 
+def served_as_mig(ps: PoolSlice) -> bool:
+    """Whether a pool's answer is a MIG instance (rather than whole GPUs or a free share)."""
+    return ps.kind == _MIG
+
+
 class SliceScheduler:
-    """A :class:`Scheduler` over slice pools; same ``decide`` contract, plus :meth:`apply`.
+    """A profile over slice pools (``seedance.profile`` with the MIG stage); same ``decide`` contract.
+
+    Kept for callers of the slicing API; every driver builds its profile with ``build_profile``.
 
     Args:
         policy: The placement policy to wrap.
@@ -338,42 +344,20 @@ class SliceScheduler:
     """
 
     def __init__(self, policy: PlacementPolicy, ledger: MigLedger, *, explain: bool = False) -> None:
+        from seedance.profile.build import slice_profile
+
         self.ledger = ledger
-        self.policy = MigAwarePolicy(policy, ledger)
-        self.scheduler = Scheduler(
-            self.policy, (Schedulable(), ResourcesFit(), GpuModelMatch(), SliceFit(ledger)), explain=explain
-        )
+        self.profile = slice_profile(policy, ledger, explain=explain)
+        self.policy = self.profile.policy
 
     def decide(self, view: ClusterState, req: ResourceRequest, pod: int = -1) -> Decision:
         """Decide where ``req`` goes; the placement books the slice's milli, the explanation names it."""
-        d = self.scheduler.decide(view, req, pod)
-        pl = d.placement
-        if pl is None or req.num_gpu == 0:
-            return d
-        pid = int(self.ledger.pool[pl.node])
-        ps = self.ledger.resolve(req)[pid + 1]
-        if ps.slice is None:
-            return d
-        info: dict[str, Any] = ps.slice.to_json()
-        if ps.kind != _MIG:
-            info["gpu_model"] = view.models[int(view.model[pl.node])]
-        else:
-            start = self.ledger.start_for(pl.node, pl.gpus[0], ps.profile)
-            info["start"] = start
-        booked = ps.request.gpu_milli
-        placement = pl if booked == pl.gpu_milli else Placement(pl.node, pl.gpus, booked, pl.cpu_milli, pl.memory_mib)
-        return replace(d, placement=placement, explanation={**d.explanation, "slice": info})
+        return self.profile.decide(view, req, pod)
 
     def apply(self, view: ClusterState, decision: Decision) -> None:
         """Bind ``decision``: cluster state first, then the MIG ledger."""
-        if decision.placement is None:
-            return
-        view.apply(decision.placement)
-        self.ledger.apply(decision)
+        self.profile.apply(view, decision)
 
     def release(self, view: ClusterState, decision: Decision) -> None:
         """Undo :meth:`apply` (a departure)."""
-        if decision.placement is None:
-            return
-        view.release(decision.placement)
-        self.ledger.release(decision)
+        self.profile.release(view, decision)

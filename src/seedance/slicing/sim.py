@@ -2,7 +2,7 @@
 
 NOTE(seedance): the arrival stream, node ranks, policies, failure rule and bucketing are exactly
 those of :func:`seedance.sim.inflation.run_inflation` (same ``build_stream``, same seed); only the
-scheduler differs: a :class:`~seedance.slicing.placement.SliceScheduler` over the pools of
+scheduler differs: the profile (``build_profile``) gets the MIG stage over the pools of
 ``mig_map``. With ``slices="free"`` (no MIG pool) every decision and every reported number equals
 ``run_inflation``'s (tested). With ``slices="mig"`` the MIG pools accept shares only as legal MIG
 instances, so two allocation figures are kept per event:
@@ -29,16 +29,16 @@ from typing import Any
 import numpy as np
 
 from seedance.core.cluster import ClusterSpec
+from seedance.core.decision import Decision
 from seedance.core.errors import InputError
-from seedance.core.resources import SliceBackend
-from seedance.scheduling.fragmentation import FragModel
-from seedance.scheduling.framework import make_policy
+from seedance.core.resources import ResourceRequest, SliceBackend
+from seedance.profile import build_profile, profile_of_policy
+from seedance.profile.config import SlicesConfig
 from seedance.scheduling.tasktypes import TaskTypes
-from seedance.sim.engine import EventLoop
 from seedance.sim.experiment import sweep
-from seedance.sim.inflation import InflationRun, inflation_record, prepare_inflation, trace_stem
+from seedance.sim.inflation import InflationRun, inflation_record, prepare_inflation, run_stream, trace_stem
 from seedance.sim.metrics import bucket_by_arrival
-from seedance.slicing.placement import DEFAULT_MIG_MAP, MigLedger, SliceScheduler
+from seedance.slicing.placement import DEFAULT_MIG_MAP
 from seedance.traces.schema import PodTrace
 
 SLICE_MODES = ("free", "mig")
@@ -121,49 +121,29 @@ def run_sliced_inflation(
         raise InputError(f"unknown slice mode {slices!r}; valid: {', '.join(SLICE_MODES)}", source="--slices")
     t0 = time.perf_counter()
     setup = prepare_inflation(spec, trace, seed, ratio, task_types)
-    trace, types, state = setup.trace, setup.types, setup.state
+    trace, state = setup.trace, setup.state
     pools = dict(DEFAULT_MIG_MAP if mig_map is None else mig_map) if slices == "mig" else {}
-    ledger = MigLedger(state, pools, native=native and slices == "mig")
-    sched = SliceScheduler(make_policy(policy, setup.context(seed)), ledger)
-    frag = FragModel(types, state)
-    keys, reqs = setup.keys, setup.reqs
-    n_events = len(setup.stream.pods)
-    arrived = np.zeros(n_events, dtype=np.int64)
-    used_req = np.zeros(n_events, dtype=np.int64)
-    used_booked = np.zeros(n_events, dtype=np.int64)
-    frag_milli = np.zeros(n_events, dtype=np.float64)
-    node_frag = frag.node_frag().copy()
-    c = {"arrived": 0, "requested": 0, "placed": 0, "failed": 0, "shares": 0, "shares_mig": 0}
+    mode = SlicesConfig(mode="mig", mig_map=pools, native=native) if slices == "mig" else SlicesConfig()
+    cfg = profile_of_policy(policy, slices=mode)
+    prof = build_profile(cfg, state, seed=seed, task_types=setup.types)
+    c = {"shares": 0, "shares_mig": 0}
     instances: dict[str, int] = {}
-    policy_obj = sched.policy
-    pods = setup.stream.pods
     mig_value = SliceBackend.MIG.value
+    req_milli = np.zeros(len(setup.stream.pods), dtype=np.int64)
 
-    def on_arrival(t: float, i: int) -> None:
-        req = reqs[keys[pods[i]]]
-        c["arrived"] += req.total_gpu_milli
-        policy_obj.observe(req)
-        d = sched.decide(state, req, i)
-        if d.placement is not None:
-            sched.apply(state, d)
-            n = d.placement.node
-            node_frag[n] = frag.shape_frag(state.shape_id[n : n + 1])[0]
-            c["placed"] += 1
-            c["requested"] += req.total_gpu_milli
-            if req.is_sharing:
-                c["shares"] += 1
-            info = d.explanation.get("slice")
-            if info is not None and info["backend"] == mig_value:
-                c["shares_mig"] += int(req.is_sharing)
-                instances[info["profile"]] = instances.get(info["profile"], 0) + 1
-        else:
-            c["failed"] += 1
-        arrived[i] = c["arrived"]
-        used_req[i] = c["requested"]
-        used_booked[i] = state.used_gpu_milli
-        frag_milli[i] = node_frag.sum()
+    def on_bind(i: int, req: ResourceRequest, d: Decision) -> None:
+        req_milli[i] = req.total_gpu_milli
+        if req.is_sharing:
+            c["shares"] += 1
+        info = d.explanation.get("slice")
+        if info is not None and info["backend"] == mig_value:
+            c["shares_mig"] += int(req.is_sharing)
+            instances[info["profile"]] = instances.get(info["profile"], 0) + 1
 
-    EventLoop([on_arrival]).run((float(i), i) for i in range(n_events))
+    res = run_stream(setup, prof, spec, on_bind)
+    arrived, used_booked, frag_milli = res.arrived, res.used, res.frag_milli
+    used_req = np.cumsum(req_milli)
+    requested = int(used_req[-1]) if used_req.size else 0
     top = int(round(ratio * 100)) if arrived_max is None else arrived_max
     run = inflation_record(
         policy=policy,
@@ -174,10 +154,10 @@ def run_sliced_inflation(
         frag_milli=frag_milli,
         total_gpus=spec.total_gpus,
         top=top,
-        placed=c["placed"],
-        failed=c["failed"],
+        placed=res.placed,
+        failed=res.failed,
         wall_s=time.perf_counter() - t0,
-        final_alloc_pct=round(100.0 * c["requested"] / state.capacity_gpu_milli, 2),
+        final_alloc_pct=round(100.0 * requested / state.capacity_gpu_milli, 2),
     )
     _, booked, _ = bucket_by_arrival(arrived, used_booked, frag_milli, spec.total_gpus, top)
     b100 = booked[100] if top >= 100 else None
@@ -190,7 +170,7 @@ def run_sliced_inflation(
         mig_instances=dict(sorted(instances.items())),
         shares_placed=c["shares"],
         shares_on_mig=c["shares_mig"],
-        booked_waste_milli=state.used_gpu_milli - c["requested"],
+        booked_waste_milli=state.used_gpu_milli - requested,
     )
 
 

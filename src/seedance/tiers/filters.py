@@ -53,6 +53,7 @@ class TierFilter(FilterPlugin):
     """
 
     name: ClassVar[str] = "TierNodeAffinity"
+    resolvable: ClassVar[bool] = False
 
     def __init__(self, labels: Mapping[str, tuple[str, ...]], *, tier: str = "", borrow: bool = False) -> None:
         self.labels = dict(labels)
@@ -76,6 +77,11 @@ class TierFilter(FilterPlugin):
             out = out & view.label_mask(key, values)
         return out
 
+    def reason(self, req: ResourceRequest) -> str:
+        """Why a node outside the pool is rejected."""
+        what = "may borrow only" if self.borrow else "needs"
+        return f"tier {self.tier} {what} {self.describe()}"
+
     def describe(self) -> str:
         """The requirement in words, e.g. ``gpu.sla.level in [gold] and gpu.mode in [exclusive]``."""
         return " and ".join(f"{k} in [{', '.join(v)}]" for k, v in self.labels.items()) or "any node"
@@ -90,6 +96,11 @@ class GpuModeFit(FilterPlugin):
     """
 
     name: ClassVar[str] = "GpuModeFit"
+    resolvable: ClassVar[bool] = False
+
+    def reason(self, req: ResourceRequest) -> str:
+        """Why a node's ``gpu.mode`` rejects the request."""
+        return "the node's gpu.mode offers none of the request's slice backends"
 
     def mask(self, view: ClusterState, req: ResourceRequest) -> BoolA:
         """Called once per scheduling attempt."""

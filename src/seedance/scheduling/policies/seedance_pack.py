@@ -19,9 +19,11 @@ refreshed.
 from __future__ import annotations
 
 import math
+from typing import Literal
 
 import numpy as np
 from numpy.typing import NDArray
+from pydantic import BaseModel, ConfigDict, Field
 
 from seedance.core.cluster import ClusterState, NodeColumn
 from seedance.core.resources import MILLI_PER_GPU, ResourceRequest
@@ -178,12 +180,32 @@ class CopiesFragModel:
         return self._memo.lookup(sids, state.n_shapes, compute)  # type: ignore[return-value]
 
 
+class SeedanceOptions(BaseModel):
+    """Options of the ``seedance`` policy (a profile's ``placement.options``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    memory: bool = Field(default=True, description="Count memory in the fragmentation model.")
+    fgd_weight: float = Field(default=1.0, description="Weight of the GPU fragmentation increase.")
+    gpu_weight: float = Field(default=0.0, description="Weight of the GPU best-fit term.")
+    balance: float = Field(default=2.0, description="Weight of the CPU/memory balance term.")
+    balance_mode: str = Field(default="min", description="How CPU and memory balance combine.")
+    gap_loss: float = Field(default=12.0, description="Loss charged for a gap no learned pod fills.")
+    gap_share_min: float = Field(default=0.03, description="Smallest learned share that fills a gap.")
+    scale: float = Field(default=3000.0, description="Sigmoid scale of the score.")
+    score: Literal["sigmoid+fit", "sigmoid+gap", "sigmoid", "float"] = Field(
+        default="sigmoid+gap", description="Score mode."
+    )
+    coverage: float = Field(default=1.0, description="Share of the learned mix the model keeps.")
+
+
 @PLACEMENT_POLICIES.register("seedance")
 class SeedancePacker(PlacementPolicy):
     """Online-learned, CPU- and memory-aware fragmentation packer."""
 
     name = "seedance"
     summary = "learns the workload mix online; packs to keep GPUs, CPU and memory usable together"
+    Options = SeedanceOptions
 
     def __init__(self, ctx: PolicyContext) -> None:
         super().__init__(ctx)
