@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from seedance.core.cluster import ClusterState
 from seedance.profile.config import ProfileConfig
+from seedance.profile.context import StageServices
 from seedance.profile.profile import SchedulingProfile
 from seedance.profile.stages import ADAPTERS, BIND_HOOKS, FALLBACKS, FILTERS
 from seedance.scheduling.framework import PlacementPolicy, PolicyContext, make_policy
@@ -22,6 +23,7 @@ class BuildContext:
     state: ClusterState | None
     tier_config: TierConfig
     ledger: MigLedger | None
+    services: StageServices = field(default_factory=StageServices)
 
 
 def build_profile(
@@ -33,6 +35,7 @@ def build_profile(
     policy: PlacementPolicy | None = None,
     tier_config: TierConfig | None = None,
     explain: bool | None = None,
+    services: StageServices | None = None,
 ) -> SchedulingProfile:
     """The profile of ``config`` over ``state`` (a MIG ledger is built on ``state`` when slices are MIG).
 
@@ -45,12 +48,13 @@ def build_profile(
             ``config.placement`` is built.
         tier_config: The tiers (default: ``config.tiers.file``, else the built-in tiers).
         explain: Override ``config.explain``.
+        services: What the driver lends the stages (pod directory, attestation registry, deferral, clock).
     """
     tiers = tier_config or (load_tier_config(config.tiers.file) if config.tiers.file else DEFAULT_TIER_CONFIG)
     ledger = None
     if config.slices.mode == "mig":
         ledger = MigLedger(state, dict(config.slices.mig_map), native=config.slices.native)
-    b = BuildContext(config, state, tiers, ledger)
+    b = BuildContext(config, state, tiers, ledger, services or StageServices())
     base = policy or make_policy(
         config.placement.policy, PolicyContext(seed=seed, task_types=task_types, options=dict(config.placement.options))
     )

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from seedance.core.errors import InputError, UnknownNameError
 from seedance.core.yamldoc import compose, line_of, validate
+from seedance.trust.config import IsolationConfig
 
 DEFAULT_FILTER_NAMES: tuple[str, ...] = ("NodeSchedulable", "NodeResourcesFit", "GpuModelMatch", "GpuFit")
 
@@ -71,6 +72,9 @@ class ProfileConfig(_Strict):
     tiers: TiersConfig = Field(default_factory=TiersConfig)
     slices: SlicesConfig = Field(default_factory=SlicesConfig)
     bind_hooks: tuple[str, ...] = Field(default=("mig-ledger",), description="Bind hooks, in order.")
+    isolation: IsolationConfig = Field(
+        default_factory=IsolationConfig, description="Isolation grades tiers/tenants require (`IsolationGrade`)."
+    )
     explain: bool = Field(default=False, description="Per-filter counts and runner-up nodes in every decision.")
 
 

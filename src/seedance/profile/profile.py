@@ -28,6 +28,7 @@ from numpy.typing import NDArray
 from seedance.core.cluster import ClusterState
 from seedance.core.decision import Decision, Outcome
 from seedance.core.resources import ResourceRequest
+from seedance.profile.context import AttemptFilter, Hold, node_reason_texts
 from seedance.profile.stages import Attempt, BindHook, Fallback, NodeSubset, RequestAdapter
 from seedance.scheduling.framework import FilterPlugin, Nodes, PlacementPolicy, Scheduler, Scores
 
@@ -131,7 +132,19 @@ class SchedulingProfile:
         r = att.req
         for a in self.adapters:
             r = a.adapt(att, r)
+        for f in self.filters:  # attempt-aware stages (trust, grades) read the pod's context
+            if isinstance(f, AttemptFilter):
+                f.begin(att, r)
         return r
+
+    def hold(self, att: Attempt, req: ResourceRequest) -> Decision | None:
+        """The first :class:`Hold` adapter's pending decision (e.g. deferral), or ``None``."""
+        for a in self.adapters:
+            if isinstance(a, Hold):
+                d = a.hold(att, req)
+                if d is not None:
+                    return d
+        return None
 
     def place(self, att: Attempt, req: ResourceRequest, pool: str = "own") -> Scored:
         """Filter → score → select → annotate on one stage's nodes (no fallbacks)."""
@@ -156,6 +169,9 @@ class SchedulingProfile:
     def decide_scored(self, att: Attempt) -> Scored:
         """:meth:`decide` for an :class:`Attempt`, with the winning stage's scores."""
         r = self.adapt(att)
+        held = self.hold(att, r)
+        if held is not None:
+            return Scored(held, np.flatnonzero(np.zeros(0, dtype=np.bool_)), None)
         if not self.tiered(att.tier):
             return self.place(att, r)
         pools = self.pools
@@ -194,6 +210,10 @@ class SchedulingProfile:
         """Nodes of the first stage with room for the pod, and each other node's reason."""
         view = att.view
         r = self.adapt(att)
+        held = self.hold(att, r)
+        if held is not None:
+            n = view.n_nodes
+            return Admission(np.zeros(n, dtype=np.bool_), [held.reason] * n, np.ones(n, dtype=np.bool_))
         ok, reason, resolvable = self._evaluate(att, r, self.chain(att.tier, "own"))
         only = att.only if att.only is not None else np.ones(view.n_nodes, dtype=np.bool_)
         if (ok & only).any() or not self.tiered(att.tier):
@@ -220,6 +240,7 @@ class SchedulingProfile:
         ok = masks.all(axis=0)
         first = np.argmax(~masks, axis=0)
         texts = [f.reason(req) for f in filters]
+        per_node = node_reason_texts(filters, view, req)
         res = np.array([f.resolvable for f in filters], dtype=np.bool_)[first]
         ever = view.cpu_capacity >= req.cpu_milli
         ever &= view.mem_capacity >= req.memory_mib
@@ -227,9 +248,16 @@ class SchedulingProfile:
             ever &= view.gpu_count >= req.num_gpu
         never_txt = f"node can never fit {describe_request(req)}"
         reason = [
-            "" if ok[i] else (never_txt if res[i] and not ever[i] else texts[int(first[i])]) for i in range(n)
+            "" if ok[i] else (never_txt if res[i] and not ever[i] else _text(texts, per_node, int(first[i]), i))
+            for i in range(n)
         ]
         return ok, reason, ~ok & res & ever
+
+
+def _text(texts: list[str], per_node: list[list[str | None] | None], f: int, node: int) -> str:
+    """Filter ``f``'s reason for ``node``: its own per-node text when it gives one."""
+    own = per_node[f]
+    return (own[node] or texts[f]) if own is not None else texts[f]
 
 
 def describe_request(req: ResourceRequest) -> str:
