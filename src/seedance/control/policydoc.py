@@ -5,6 +5,8 @@ through :class:`PolicyValidator`. The default, :class:`CostPolicyValidator`, val
 ``kind: CostPolicy`` document (the file ``seedancectl scheduler policy enable --config-file`` takes,
 e.g. ``policies/peak_aware.yaml``) with the cost model's own loader
 (``seedance.costmodel.policy.parse_policy``: unknown keys refused, errors with line and field),
+a ``kind: SchedulingProfile`` document with ``seedance.profile.profile_from_text`` (the profile the
+live loop builds with ``build_profile``; policy options checked against the policy's option model),
 and any other document with :class:`MinimalPolicyValidator`, which checks only what the control
 plane itself uses (placement policy and queue order registry names) and keeps the rest as
 plug-in options::
@@ -104,7 +106,6 @@ def _check_name(spec: dict[str, Any], key: str, source: str) -> None:
 
 
 def _registry(key: str) -> Any:
-    import seedance.scheduling.policies  # noqa: F401  (registers the built-in policies)
     from seedance.scheduling import PLACEMENT_POLICIES, QUEUE_ORDERS
 
     return PLACEMENT_POLICIES if key == "placement" else QUEUE_ORDERS
@@ -135,6 +136,12 @@ class CostPolicyValidator(PolicyValidator):
         if not text.strip():
             return {}
         doc = parse_yaml(text, source=source)  # size and alias checks first
+        if isinstance(doc, dict) and doc.get("kind") == "SchedulingProfile":
+            from seedance.profile import profile_from_text
+
+            profile = profile_from_text(text, source=source)
+            return {"placement": profile.placement.policy, "queue_order": profile.queue,
+                    "profile": profile.model_dump(mode="json")}
         if isinstance(doc, dict) and doc.get("kind") == "CostPolicy":
             from seedance.costmodel.policy import parse_policy
 

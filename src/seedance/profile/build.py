@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from seedance.core.cluster import ClusterState
@@ -9,7 +10,7 @@ from seedance.profile.config import ProfileConfig
 from seedance.profile.context import StageServices
 from seedance.profile.profile import SchedulingProfile
 from seedance.profile.stages import ADAPTERS, BIND_HOOKS, FALLBACKS, FILTERS
-from seedance.scheduling.framework import PlacementPolicy, PolicyContext, make_policy
+from seedance.scheduling.framework import FilterPlugin, PlacementPolicy, PolicyContext, make_policy
 from seedance.scheduling.tasktypes import TaskTypes
 from seedance.slicing.placement import MigAwarePolicy, MigLedger
 from seedance.tiers.config import DEFAULT_TIER_CONFIG, TierConfig, load_tier_config
@@ -35,6 +36,7 @@ def build_profile(
     policy: PlacementPolicy | None = None,
     tier_config: TierConfig | None = None,
     explain: bool | None = None,
+    extra_filters: Sequence[FilterPlugin] = (),
     services: StageServices | None = None,
 ) -> SchedulingProfile:
     """The profile of ``config`` over ``state`` (a MIG ledger is built on ``state`` when slices are MIG).
@@ -48,6 +50,7 @@ def build_profile(
             ``config.placement`` is built.
         tier_config: The tiers (default: ``config.tiers.file``, else the built-in tiers).
         explain: Override ``config.explain``.
+        extra_filters: Filter plug-ins run after the named ones (a driver's own, e.g. tests).
         services: What the driver lends the stages (pod directory, attestation registry, deferral, clock).
     """
     tiers = tier_config or (load_tier_config(config.tiers.file) if config.tiers.file else DEFAULT_TIER_CONFIG)
@@ -59,7 +62,7 @@ def build_profile(
         config.placement.policy, PolicyContext(seed=seed, task_types=task_types, options=dict(config.placement.options))
     )
     scorer: PlacementPolicy = base if ledger is None else MigAwarePolicy(base, ledger)
-    filters = [FILTERS.get(n)(b) for n in config.filters]
+    filters = [*(FILTERS.get(n)(b) for n in config.filters), *extra_filters]
     adapters = [a for a in (ADAPTERS.get(n)(b) for n in config.adapters) if a is not None]
     fallbacks = [f for f in (FALLBACKS.get(n)(b) for n in config.tiers.fallbacks) if f is not None]
     hooks = [h for h in (BIND_HOOKS.get(n)(b) for n in config.bind_hooks) if h is not None]

@@ -154,6 +154,9 @@ class PlacementPolicy(ABC):
     summary: ClassVar[str] = ""
     #: Typed options of the policy (validated by :func:`make_policy`).
     Options: ClassVar[type[BaseModel]] = NoOptions
+    #: Whether the policy must be *given* the target workload (``PolicyContext.task_types``);
+    #: drivers compute it only for such policies.
+    needs_task_types: ClassVar[bool] = False
 
     def __init__(self, ctx: PolicyContext) -> None:
         self.ctx = ctx

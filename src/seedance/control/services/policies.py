@@ -8,6 +8,7 @@ Enabling or disabling a policy bumps the affected clusters' versions so the loop
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
@@ -30,6 +31,7 @@ class ActivePolicy:
     placement: str
     queue_order: str
     version: int
+    profile: dict[str, Any] | None = None  # a stored ``kind: SchedulingProfile`` document (validated)
 
 
 def create_policy(
@@ -117,7 +119,7 @@ def active_policy(*, session: Session, cluster_id: int, default_placement: str, 
     """The policy in force for ``cluster_id`` (see the module docstring)."""
     rows = session.execute(
         select(SchedulingPolicy.name, SchedulingPolicy.placement, SchedulingPolicy.queue_order,
-               SchedulingPolicy.version, SchedulingPolicy.cluster_id)
+               SchedulingPolicy.version, SchedulingPolicy.cluster_id, SchedulingPolicy.config)
         .where(SchedulingPolicy.enabled.is_(True),
                (SchedulingPolicy.cluster_id == cluster_id) | SchedulingPolicy.cluster_id.is_(None))
         .order_by(SchedulingPolicy.updated_at.desc(), SchedulingPolicy.id.desc())
@@ -126,7 +128,8 @@ def active_policy(*, session: Session, cluster_id: int, default_placement: str, 
     if not bound:
         return ActivePolicy("default", default_placement, default_queue, 0)
     r = bound[0]
-    return ActivePolicy(r[0], r[1], r[2], int(r[3]))
+    profile = (r[5] or {}).get("profile")
+    return ActivePolicy(r[0], r[1], r[2], int(r[3]), profile if isinstance(profile, dict) else None)
 
 
 def to_read(policy: SchedulingPolicy, cluster_name: str | None) -> PolicyRead:

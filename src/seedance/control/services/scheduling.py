@@ -8,8 +8,10 @@ NOTE(seedance): one cycle over one cluster, the invariant it keeps.
   2. State: a ``ClusterState`` built from the stored nodes (id order) with every bound and running
      job applied. It is kept between cycles while (v, cv, policy) are the ones this loop last
      committed, and rebuilt from the store otherwise (so a restart needs nothing but the store).
-  3. Decide: ``Scheduler(make_policy(name), DEFAULT_FILTERS + tier filters).decide(state, req, id)``
-     for each job, applying every bind to the state before the next decision.
+  3. Decide: the policy's profile (``build_profile``: its stored ``kind: SchedulingProfile``, or
+     the placement policy with the default stages; tier stages with ``tier_pools``)
+     ``.decide(state, req, id, tier=...)`` for each job, applying every bind through the profile
+     (state and bind hooks, e.g. the MIG ledger) before the next decision.
   4. Commit in one transaction: bump ``sched_version`` from v to v+1 (zero rows: another scheduler
      or a node change got there first; drop the plan and re-plan), lock and re-read the jobs'
      versions (a job cancelled meanwhile is skipped), then write statuses, placements,
@@ -46,12 +48,12 @@ from seedance.core.decision import Decision, Outcome, Placement
 from seedance.core.errors import SeedanceError
 from seedance.core.lifecycle import JOB_TRANSITIONS, NODE_TRANSITIONS, JobStatus, NodeStatus, transition
 from seedance.core.resources import ResourceRequest
-from seedance.scheduling.framework import DEFAULT_FILTERS, FilterPlugin, PolicyContext, Scheduler, make_policy
+from seedance.profile import ProfileConfig, SchedulingProfile, build_profile, profile_of_policy
+from seedance.scheduling.framework import PLACEMENT_POLICIES, FilterPlugin, PolicyContext, make_policy
 from seedance.scheduling.queueing import QUEUE_ORDERS, QueueItem, QueueOrder
 from seedance.scheduling.tasktypes import TaskTypes
 from seedance.tiers import DEFAULT_TIER_CONFIG, TierConfig
 from seedance.tiers.preemption import RunningPods
-from seedance.tiers.scheduler import TieredScheduler
 
 log = logging.getLogger("seedance.control.scheduler")
 
@@ -95,9 +97,9 @@ class _Cache:
     policy_key: tuple[str, int]
     state: ClusterState
     node_models: list[str | None]
-    schedulers: dict[str, Scheduler] = field(default_factory=dict)
+    profile: SchedulingProfile | None = None
+    extra: dict[str, SchedulingProfile] = field(default_factory=dict)  # tiers with extra filter plug-ins
     queue: QueueOrder | None = None
-    tiered: TieredScheduler | None = None
 
 
 @dataclass(slots=True)
@@ -137,7 +139,7 @@ class SchedulingLoop:
         tier_config: Tier priorities (and pools, with ``tier_pools``).
         tier_pools: Place each job only in its tier's node pool, or one it may borrow (``gpu.sla.level``
             and ``gpu.mode`` labels; Gold on gold + exclusive nodes, a Gold share as a whole GPU),
-            with ``seedance.tiers.TieredScheduler``. Extra ``filters`` do not apply then.
+            with the profile's tier stages. Extra ``filters`` do not apply then.
     """
 
     def __init__(
@@ -160,9 +162,11 @@ class SchedulingLoop:
         self.poll_interval_s = poll_interval_s
         self.tier_priority = {name: spec.priority for name, spec in tier_config.tiers.items()}
         self.tier_shares = {name: spec.min_share for name, spec in tier_config.tiers.items()}
-        # tier pools: the tiers' own TieredScheduler (own pool, then borrowed pools); preemption is
+        # tier pools: the profile's tier stages (own pool, then borrowed pools); preemption is
         # switched off here, since the live loop does not evict running jobs (yet)
-        self.tier_config: TierConfig | None = _without_preemption(tier_config) if tier_pools else None
+        self.tier_pools = tier_pools
+        self.tiers = tier_config
+        self.tier_config: TierConfig | None = tier_config if tier_pools else None
         self._caches: dict[int, _Cache] = {}
         self._last_poll = 0.0
         self._wake = threading.Event()
@@ -286,29 +290,67 @@ class SchedulingLoop:
                 state.set_schedulable(i, False)
         active = s.execute(
             select(Job.id, Job.node_name, Job.gpu_indices, ALLOC_MILLI, Job.cpu_milli, Job.memory_mib)
-            .where(Job.cluster_id == cluster_id, Job.status.in_(_ACTIVE))
+            .where(Job.cluster_id == cluster_id, Job.status.in_(_ACTIVE)).order_by(Job.id)
         ).all()
+        cache = _Cache(v, cv, (policy.name, policy.version), state, [n.gpu_model for n in nodes])
+        cfg = self.profile_config(policy)
+        cls = PLACEMENT_POLICIES.get(cfg.placement.policy)
+        types = _live_task_types(s, cluster_id) if cls.needs_task_types else None
+        placement = make_policy(cfg.placement.policy, PolicyContext(seed=0, task_types=types,
+                                                                    options=dict(cfg.placement.options)))
+        cache.profile = build_profile(cfg, state, policy=placement, tier_config=self.tiers, explain=self.explain)
+        for tier in self.tier_priority:
+            extra = tuple(self.filters(tier))
+            if extra and not cfg.tiers.enabled:
+                cache.extra[tier] = build_profile(
+                    cfg, state, policy=placement, tier_config=self.tiers,
+                    explain=self.explain, extra_filters=extra,
+                )
+        self._replay_active(s, cache, active)
+        cache.queue = QUEUE_ORDERS.get(policy.queue_order)(self.tier_shares)
+        return cache
+
+    def profile_config(self, policy: policy_svc.ActivePolicy) -> ProfileConfig:
+        """The profile of the policy in force: its stored ``SchedulingProfile`` or its placement policy.
+
+        ``tier_pools`` switches the tier stages on; preemption stays off in the live loop (it does
+        not evict running jobs), so the tier fallbacks are ``borrow`` only.
+        """
+        cfg = ProfileConfig.model_validate(policy.profile) if policy.profile else profile_of_policy(
+            policy.placement, queue=policy.queue_order
+        )
+        if self.tier_pools and not cfg.tiers.enabled:
+            cfg = cfg.model_copy(update={"tiers": cfg.tiers.model_copy(update={"enabled": True})})
+        if cfg.tiers.enabled:
+            fallbacks = tuple(f for f in cfg.tiers.fallbacks if f != "preempt")
+            cfg = cfg.model_copy(update={"tiers": cfg.tiers.model_copy(update={"fallbacks": fallbacks})})
+        return cfg
+
+    def _replay_active(self, s: Session, cache: _Cache, active: Sequence[Any]) -> None:
+        """Apply every bound and running job to the fresh state (and the profile's bind hooks)."""
+        state, profile = cache.state, cache.profile
+        assert profile is not None
+        slices: dict[int, Any] = {}
+        if profile.hooks and active:
+            ids = [int(r[0]) for r in active]
+            for jid, expl in s.execute(
+                select(DecisionRecord.job_id, DecisionRecord.explanation)
+                .where(DecisionRecord.job_id.in_(ids), DecisionRecord.outcome == Outcome.BIND.value)
+                .order_by(DecisionRecord.id)
+            ):
+                if isinstance(expl, dict) and "slice" in expl:
+                    slices[int(jid)] = expl["slice"]
+                else:
+                    slices.pop(int(jid), None)
         for jid, node_name, gpus, milli, cpu, mem in active:
             try:
                 node = state.node_index(node_name or "")
-                state.apply(Placement(node, tuple(gpus), milli if gpus else 0, cpu, mem))
+                p = Placement(node, tuple(gpus), milli if gpus else 0, cpu, mem)
+                info = slices.get(int(jid))
+                profile.apply(state, Decision(int(jid), Outcome.BIND, p,
+                                              explanation={"slice": info} if info is not None else {}))
             except (KeyError, SeedanceError) as exc:  # never expected: the store is inconsistent
                 log.error("job %s: stored placement on %s cannot be applied: %s", jid, node_name, exc)
-        cache = _Cache(v, cv, (policy.name, policy.version), state, [n.gpu_model for n in nodes])
-        import seedance.scheduling.policies  # noqa: F401  (registers the built-in policies)
-
-        ctx = PolicyContext(seed=0)
-        if policy.placement == "fgd":
-            ctx = PolicyContext(seed=0, task_types=_live_task_types(s, cluster_id))
-        placement = make_policy(policy.placement, ctx)
-        for tier in self.tier_priority:
-            cache.schedulers[tier] = Scheduler(
-                placement, (*DEFAULT_FILTERS, *self.filters(tier)), explain=self.explain
-            )
-        cache.queue = QUEUE_ORDERS.get(policy.queue_order)(self.tier_shares)
-        if self.tier_config is not None:
-            cache.tiered = TieredScheduler(placement, self.tier_config, explain=self.explain)
-        return cache
 
     def _decide_and_commit(
         self, cluster_id: int, cache: _Cache, policy: policy_svc.ActivePolicy, pending: list[_Job],
@@ -325,18 +367,17 @@ class SchedulingLoop:
         state = cache.state
         plan: list[tuple[_Job, Decision, int]] = []
         t0 = time.perf_counter()
-        tiered = cache.tiered
+        profile = cache.profile
+        assert profile is not None
+        tiered = profile.pools is not None
         wall = time.time()
         for job in order:
             t = time.perf_counter()
-            if tiered is not None and job.tier in self.tier_priority:
-                d = tiered.decide(state, job.req, job.id, tier=job.tier, running=_NOBODY, now=wall)
-            else:
-                sched = cache.schedulers.get(job.tier) or next(iter(cache.schedulers.values()))
-                d = sched.decide(state, job.req, job.id)
+            prof = cache.extra.get(job.tier, profile)
+            d = prof.decide(state, job.req, job.id, tier=job.tier if tiered else None, running=_NOBODY, now=wall)
             if d.outcome is Outcome.BIND:
                 assert d.placement is not None
-                state.apply(d.placement)
+                prof.apply(state, d)
             plan.append((job, d, int((time.perf_counter() - t) * 1e6)))
         stats.decide_s = time.perf_counter() - t0
         stats.considered = len(plan)
@@ -600,11 +641,6 @@ class SchedulingLoop:
 
 
 _NOBODY = RunningPods()  # preemption is off in the live loop: no victim candidates
-
-
-def _without_preemption(config: TierConfig) -> TierConfig:
-    tiers = {name: spec.model_copy(update={"may_preempt": ()}) for name, spec in config.tiers.items()}
-    return config.model_copy(update={"tiers": tiers})
 
 
 def _live_task_types(s: Session, cluster_id: int) -> TaskTypes:

@@ -101,6 +101,7 @@ class Fgd(PlacementPolicy):
     """Fragmentation gradient descent over the given target workload."""
 
     name = "fgd"
+    needs_task_types = True
     summary = "fragmentation gradient descent, told the workload's task types in advance (ATC'23)"
 
     def __init__(self, ctx: PolicyContext) -> None:
