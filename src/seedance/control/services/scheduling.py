@@ -31,7 +31,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from sqlalchemy import Table, bindparam, insert, select, update
 from sqlalchemy.orm import Session
@@ -48,12 +48,16 @@ from seedance.core.decision import Decision, Outcome, Placement
 from seedance.core.errors import SeedanceError
 from seedance.core.lifecycle import JOB_TRANSITIONS, NODE_TRANSITIONS, JobStatus, NodeStatus, transition
 from seedance.core.resources import ResourceRequest
+from seedance.costmodel.deferral_stage import DEFERRAL_KEY
 from seedance.profile import ProfileConfig, SchedulingProfile, build_profile, profile_of_policy
 from seedance.scheduling.framework import PLACEMENT_POLICIES, FilterPlugin, PolicyContext, make_policy
 from seedance.scheduling.queueing import QUEUE_ORDERS, QueueItem, QueueOrder
 from seedance.scheduling.tasktypes import TaskTypes
 from seedance.tiers import DEFAULT_TIER_CONFIG, TierConfig
 from seedance.tiers.preemption import RunningPods
+
+if TYPE_CHECKING:
+    from seedance.control.services.attestation import LiveStages
 
 log = logging.getLogger("seedance.control.scheduler")
 
@@ -140,6 +144,8 @@ class SchedulingLoop:
         tier_pools: Place each job only in its tier's node pool, or one it may borrow (``gpu.sla.level``
             and ``gpu.mode`` labels; Gold on gold + exclusive nodes, a Gold share as a whole GPU),
             with the profile's tier stages. Extra ``filters`` do not apply then.
+        stages: Trust and deferral wiring (``LiveStages``): the attestation sweep each cycle, the
+            ``AttestedTEE`` stage in every profile, the pod directory, the deferral stage.
     """
 
     def __init__(
@@ -148,8 +154,10 @@ class SchedulingLoop:
         default_placement: str = "best-fit", default_queue: str = "priority", batch: int = 1024,
         explain: bool = True, interval_s: float = 0.5, poll_interval_s: float = 1.0,
         tier_config: TierConfig = DEFAULT_TIER_CONFIG, tier_pools: bool = False,
+        stages: LiveStages | None = None,
     ) -> None:
         self.db = db
+        self.stages = stages  # trust sweep, pod directory, deferral (control/services/attestation.py)
         self.scorer = scorer
         self.dispatcher = dispatcher
         self.filters: FilterProvider = filters if callable(filters) else static_filters(filters)
@@ -226,6 +234,8 @@ class SchedulingLoop:
     def schedule_cluster(self, cluster_id: int) -> CycleStats:
         """One cycle over one cluster: read, decide, commit, dispatch."""
         t_start = time.perf_counter()
+        if self.stages is not None:
+            self.stages.sweep(self.db, cluster_id)
         with self.db.read() as s:
             row = s.execute(
                 select(Cluster.name, Cluster.sched_version, Cluster.capacity_version).where(Cluster.id == cluster_id)
@@ -239,6 +249,8 @@ class SchedulingLoop:
                 default_queue=self.default_queue,
             )
             pending = self._pending(s, cluster_id, cv)
+            if self.stages is not None:
+                self.stages.load(s, cluster_id, [j.id for j in pending])
             cache = self._caches.get(cluster_id)
             if pending and (
                 cache is None or (cache.sched_version, cache.capacity_version, cache.policy_key)
@@ -298,13 +310,15 @@ class SchedulingLoop:
         types = _live_task_types(s, cluster_id) if cls.needs_task_types else None
         placement = make_policy(cfg.placement.policy, PolicyContext(seed=0, task_types=types,
                                                                     options=dict(cfg.placement.options)))
-        cache.profile = build_profile(cfg, state, policy=placement, tier_config=self.tiers, explain=self.explain)
+        services = self.stages.services if self.stages is not None else None
+        cache.profile = build_profile(cfg, state, policy=placement, tier_config=self.tiers, explain=self.explain,
+                                      services=services)
         for tier in self.tier_priority:
             extra = tuple(self.filters(tier))
             if extra and not cfg.tiers.enabled:
                 cache.extra[tier] = build_profile(
                     cfg, state, policy=placement, tier_config=self.tiers,
-                    explain=self.explain, extra_filters=extra,
+                    explain=self.explain, extra_filters=extra, services=services,
                 )
         self._replay_active(s, cache, active)
         cache.queue = QUEUE_ORDERS.get(policy.queue_order)(self.tier_shares)
@@ -324,7 +338,7 @@ class SchedulingLoop:
         if cfg.tiers.enabled:
             fallbacks = tuple(f for f in cfg.tiers.fallbacks if f != "preempt")
             cfg = cfg.model_copy(update={"tiers": cfg.tiers.model_copy(update={"fallbacks": fallbacks})})
-        return cfg
+        return cfg if self.stages is None else self.stages.configure(cfg)
 
     def _replay_active(self, s: Session, cache: _Cache, active: Sequence[Any]) -> None:
         """Apply every bound and running job to the fresh state (and the profile's bind hooks)."""
@@ -459,7 +473,7 @@ class SchedulingLoop:
                     stats.rejected += 1
                 else:
                     waits.append({"w_id": job.id, "w_status": JobStatus.PENDING.value, "w_reason": d.reason,
-                                  "w_cv": cache.capacity_version})
+                                  "w_cv": -1 if DEFERRAL_KEY in d.explanation else cache.capacity_version})
                     stats.pending += 1
                     if d.reason == job.reason:
                         continue  # same answer as last time: the log already says so
