@@ -98,11 +98,13 @@ def test_bronze_share_job_renders_the_share_annotation_and_borrowing() -> None:
     cheapest = min(m.price_usd_per_hour for m in CATALOG.values() if not m.undisclosed)  # no type constraint
     assert float(pod["metadata"]["annotations"]["seedance.ai/cost_score"]) == pytest.approx(
         0.25 * 0.5 * cheapest, abs=1e-4)
-    # the extender admits it on bronze and (borrowing) gold/silver nodes
+    # the extender admits it on its own bronze pool first, and borrows gold/silver nodes only when
+    # no bronze candidate has room (the profile's stage order, as in the simulator)
     ext = Extender(make_policy("best-fit"))
     ext.set_nodes([make_node("b", labels={"gpu.sla.level": "bronze"}), make_node("g", labels={"gpu.sla.level": "gold"}),
                    make_node("x", labels={"gpu.sla.level": "none"})])
-    assert ext.filter({"Pod": pod, "NodeNames": ["b", "g", "x"]})["NodeNames"] == ["b", "g"]
+    assert ext.filter({"Pod": pod, "NodeNames": ["b", "g", "x"]})["NodeNames"] == ["b"]
+    assert ext.filter({"Pod": pod, "NodeNames": ["g", "x"]})["NodeNames"] == ["g"]
     assert pod_info(pod).request.gpu_milli == 250
 
 

@@ -14,14 +14,18 @@ weight and by MaxNodeScore/MaxExtenderPriority (100/10).
 
 NOTE(seedance): the extender keeps one ``ClusterState`` of the nodes it knows (from its node
 cache, or from the ``Nodes`` sent with each request) and of every pod bound on them (pods it bound
-itself, plus pods an informer reports). Invariants:
-  * filter = ``Scheduler.feasible`` (the same filter plugins as the simulator) AND the pod's SLA-tier
-    labels AND "is a candidate"; nothing is mutated;
-  * prioritize = the policy's integer scores of the feasible candidates rescaled to 1..9, the node
-    ``Scheduler.decide`` picks (ties by rank, as everywhere) gets 10, infeasible candidates 0;
-  * bind = ``Scheduler.decide`` restricted to the node kube-scheduler chose, ``ClusterState.apply``
-    of its placement, then the Kubernetes binding through the injected ``Binder``; a failed
-    binding releases the placement again, so the state never holds a pod the API does not;
+itself, plus pods an informer reports), and one ``SchedulingProfile`` over it (``build_profile``,
+the same stages as the simulator and the live loop: tier rounding, own pool, borrow, MIG). Invariants:
+  * filter = ``SchedulingProfile.admit``: the candidates of the first stage with room; every other
+    node with the reason of the filter that rejects it (filters carry their own reasons and
+    whether waiting can resolve them); nothing is mutated;
+  * prioritize = ``SchedulingProfile.decide_scored`` once: the policy's integer scores of the
+    winning stage's feasible nodes rescaled to 1..9, the node the profile picks gets 10, others 0;
+  * bind = the profile's decision over the candidates filter saw (the same decision, explanation
+    included, as the simulator's), or restricted to the node kube-scheduler chose when it chose
+    another; ``SchedulingProfile.apply`` of it, then the Kubernetes binding through the injected
+    ``Binder``; a failed binding releases the placement again, so the state never holds a pod the
+    API does not;
   * a pod (by UID) is accounted at most once; rebuilding the state (node set changed) re-applies
     every accounted pod on its node.
 """
@@ -34,20 +38,23 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
 
 from seedance.core.catalog import CATALOG, GpuCatalog
 from seedance.core.cluster import ClusterSpec, ClusterState, NodeSpec
-from seedance.core.decision import Placement
+from seedance.core.decision import Decision, Outcome, Placement
 from seedance.core.errors import InputError, SeedanceError
 from seedance.core.resources import ResourceRequest
 from seedance.k8s import keys
 from seedance.k8s.objects import Doc, PodInfo, node_spec, node_unschedulable, pod_info
-from seedance.scheduling.framework import DEFAULT_FILTERS, FilterPlugin, PlacementPolicy, Scheduler
+from seedance.profile import Attempt, ProfileConfig, SchedulingProfile, build_profile, profile_of_policy
+from seedance.profile.config import TiersConfig
+from seedance.scheduling.framework import FilterPlugin, PlacementPolicy
 from seedance.tiers import DEFAULT_TIER_CONFIG, TierConfig
+from seedance.tiers.filters import LABEL_MODE
 
 log = logging.getLogger(__name__)
 
@@ -58,8 +65,6 @@ MIN_EXTENDER_PRIORITY = 0
 MAX_EXTENDER_PRIORITY = 10
 
 _TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
-# filters whose rejection no preemption can cure (reported in FailedAndUnresolvableNodes)
-_STATIC_FILTERS = frozenset({"NodeSchedulable", "GpuModelMatch", "SeedanceTierLabels"})
 
 
 class Binder(Protocol):
@@ -72,36 +77,6 @@ class Binder(Protocol):
 PodLookup = Callable[[str, str], Mapping[str, Any] | None]
 
 
-class TierLabels(FilterPlugin):
-    """Nodes whose labels satisfy one of the given label sets (each: every key has one of its values)."""
-
-    name: ClassVar[str] = "SeedanceTierLabels"
-
-    def __init__(self, label_sets: Sequence[Mapping[str, tuple[str, ...]]]) -> None:
-        self.label_sets = tuple(label_sets)
-
-    def mask(self, view: ClusterState, req: ResourceRequest) -> BoolA:
-        out = np.zeros(view.n_nodes, dtype=np.bool_)
-        for labels in self.label_sets:
-            m = np.ones(view.n_nodes, dtype=np.bool_)
-            for key, values in labels.items():
-                m &= view.label_mask(key, values)
-            out |= m
-        return out
-
-
-class NodeSubset(FilterPlugin):
-    """A fixed node mask: the candidates kube-scheduler sent, or the one node it chose."""
-
-    name: ClassVar[str] = "ExtenderCandidates"
-
-    def __init__(self, mask: BoolA) -> None:
-        self._mask = mask
-
-    def mask(self, view: ClusterState, req: ResourceRequest) -> BoolA:
-        return self._mask
-
-
 @dataclass(slots=True)
 class _PodRecord:
     namespace: str
@@ -111,6 +86,8 @@ class _PodRecord:
     gpus: tuple[int, ...] | None
     placement: Placement | None = None
     since: float = field(default_factory=time.monotonic)
+    tier: str | None = None
+    decision: Decision | None = None  # the decision this extender bound the pod with
 
 
 class Extender:
@@ -122,10 +99,12 @@ class Extender:
         binder: Performs the Kubernetes binding; without one, ``bind`` answers an error.
         pod_lookup: ``(namespace, name) -> Pod document`` for binds of pods this process never
             filtered (e.g. after a restart); optional.
-        filters: Base filter plugins (default: the simulator's).
+        filters: Extra filter plug-ins, run after the profile's own.
         catalog: GPU catalog for model names.
         gpu_resource: Extended resource name of whole GPUs.
         pending_capacity: How many filtered-but-unbound pods to remember for ``bind``.
+        profile: The scheduling profile (default: ``policy`` with the tier stages and borrowing, as
+            the live loop's tier pools).
     """
 
     def __init__(
@@ -135,10 +114,11 @@ class Extender:
         tier_config: TierConfig = DEFAULT_TIER_CONFIG,
         binder: Binder | None = None,
         pod_lookup: PodLookup | None = None,
-        filters: Sequence[FilterPlugin] = DEFAULT_FILTERS,
+        filters: Sequence[FilterPlugin] = (),
         catalog: GpuCatalog = CATALOG,
         gpu_resource: str = keys.GPU_RESOURCE,
         pending_capacity: int = 4096,
+        profile: ProfileConfig | None = None,
     ) -> None:
         self.policy = policy
         self.tier_config = tier_config
@@ -158,16 +138,16 @@ class Extender:
         self._cand_cache: OrderedDict[tuple[str, ...], NDArray[np.intp]] = OrderedDict()
         self._pods: dict[str, _PodRecord] = {}
         self._pending: OrderedDict[str, PodInfo] = OrderedDict()
+        self._seen: dict[str, BoolA | None] = {}  # candidates filter saw, per pending pod
+        self._scored: dict[str, tuple[int, Decision]] = {}  # prioritize's decision per pod, with the epoch
+        self._epoch = 0  # bumped by every change of the state (a decision made before is then stale)
         self.unaccounted = 0
+        self.config = profile or default_extender_profile(policy.name)
+        self._profile: SchedulingProfile | None = None
         self._label_keys = frozenset(
-            {keys.NODE_LABEL_GPU_MODEL, keys.NODE_LABEL_GPU_PRODUCT}
+            {keys.NODE_LABEL_GPU_MODEL, keys.NODE_LABEL_GPU_PRODUCT, LABEL_MODE}
             | {k for t in tier_config.tiers.values() for k in (*t.node_labels, *t.borrow_labels)}
         )
-        self._tier_filters = {
-            (name, borrow): self._make_tier_filter(name, borrow)
-            for name in tier_config.tiers
-            for borrow in (False, True)
-        }
 
     # ------------------------------------------------------------------ node cache
     def _node_spec(self, node: Doc) -> NodeSpec:
@@ -205,6 +185,7 @@ class Extender:
                 (self._cordoned.add if cordon else self._cordoned.discard)(spec.name)
                 if self._state is not None:
                     self._state.set_schedulable(self._index[spec.name], not cordon)
+                    self._epoch += 1
                 changed = True
             return changed
 
@@ -224,6 +205,20 @@ class Extender:
             return list(self._specs)
 
     @property
+    def profile(self) -> SchedulingProfile:
+        """The scheduling profile over the current state."""
+        with self._lock:
+            self._ensure_state()
+            assert self._profile is not None
+            return self._profile
+
+    def decision_of(self, uid: str) -> Decision | None:
+        """The decision this extender bound pod ``uid`` with (``None``: not bound by it)."""
+        with self._lock:
+            rec = self._pods.get(uid)
+            return None if rec is None else rec.decision
+
+    @property
     def state(self) -> ClusterState:
         """The current cluster state (rebuilt lazily after node changes)."""
         with self._lock:
@@ -238,6 +233,9 @@ class Extender:
             for name in self._cordoned:
                 state.set_schedulable(self._index[name], False)
             self._state = state
+            self._profile = build_profile(self.config, state, policy=self.policy, tier_config=self.tier_config,
+                                          extra_filters=self.filters)
+            self._epoch += 1
             self.unaccounted = 0
             for rec in self._pods.values():
                 rec.placement = self._place(state, rec)
@@ -259,20 +257,24 @@ class Extender:
         with self._lock:
             if info.uid in self._pods:
                 return
-            rec = _PodRecord(info.namespace, info.name, info.node, info.request, info.gpu_hint)
+            rec = _PodRecord(info.namespace, info.name, info.node, info.request, info.gpu_hint, tier=info.tier)
             self._pods[info.uid] = rec
             if self._state is not None:
                 rec.placement = self._place(self._state, rec)
+                self._epoch += 1
 
     def forget_pod(self, uid: str) -> bool:
         """Release a pod's resources (deleted or finished); returns whether it was accounted."""
         with self._lock:
             self._pending.pop(uid, None)
+            self._seen.pop(uid, None)
             rec = self._pods.pop(uid, None)
             if rec is None:
                 return False
-            if rec.placement is not None and self._state is not None:
-                self._state.release(rec.placement)
+            self._scored.pop(uid, None)
+            if rec.placement is not None and self._state is not None and self._profile is not None:
+                self._profile.release(self._state, _as_decision(rec))
+                self._epoch += 1
             return True
 
     def retain_pods(self, uids: Iterable[str], listed_at: float) -> int:
@@ -298,24 +300,27 @@ class Extender:
 
     def _place(self, state: ClusterState, rec: _PodRecord) -> Placement | None:
         idx = self._index.get(rec.node)
-        if idx is None:
+        profile = self._profile
+        if idx is None or profile is None:
             return None
-        req = rec.request
+        req = profile.adapt(Attempt(state, rec.request, tier=rec.tier))
         if rec.gpus is not None and len(rec.gpus) == req.num_gpu:
-            p = Placement(idx, rec.gpus, req.gpu_milli, req.cpu_milli, req.memory_mib)
+            booked = rec.decision.placement.gpu_milli if rec.decision and rec.decision.placement else req.gpu_milli
+            p = Placement(idx, rec.gpus, booked, req.cpu_milli, req.memory_mib)
             try:
-                state.apply(p)
+                profile.apply(state, _as_decision(rec, p))
                 return p
             except SeedanceError:
                 pass
-        d = self._scheduler(None, self._one_node(state, idx)).decide(state, req)
+        d = profile.decide(state, rec.request, tier=rec.tier, only=self._one_node(state, idx))
         if d.placement is None:
             self.unaccounted += 1
             log.warning("pod %s/%s on %s does not fit the extender's view: %s", rec.namespace, rec.name,
                         rec.node, d.reason)
             return None
-        state.apply(d.placement)
+        profile.apply(state, d)
         rec.gpus = d.placement.gpus
+        rec.decision = d
         return d.placement
 
     # ------------------------------------------------------------------ verbs
@@ -334,41 +339,26 @@ class Extender:
                 self._ingest(items)
             state = self._ensure_state()
             cand = self._candidates(names)
-            ok, first_fail, filters = self._evaluate(state, info, cand)
+            only = self._only(state, cand)
+            self._seen[info.uid] = only
+            adm = self.profile.admit(self._attempt(state, info, only))
+            known = cand >= 0
+            safe = np.where(known, cand, 0)
+            ok = known & adm.ok[safe] if state.n_nodes else np.zeros(cand.size, dtype=np.bool_)
             passing = np.flatnonzero(ok).tolist()
             if len(passing) < len(names):
-                failed, unresolvable = self._failures(state, info, names, cand, ok, first_fail, filters)
+                for j in np.flatnonzero(~ok).tolist():
+                    if not known[j]:
+                        failed[names[j]] = "Seedance: node not in the extender's cache yet"
+                        continue
+                    i = int(cand[j])
+                    (failed if adm.resolvable[i] else unresolvable)[names[j]] = f"Seedance: {adm.reason[i]}"
             passed = [names[j] for j in passing]
             self._remember_candidates(passed, cand[ok])  # prioritize usually gets exactly these next
         return _filter_result(passed, None if items is None else [items[j] for j in passing], failed, unresolvable)
 
-    def _failures(
-        self, state: ClusterState, info: PodInfo, names: list[str], cand: NDArray[np.intp], ok: BoolA,
-        first_fail: NDArray[np.intp], filters: tuple[FilterPlugin, ...],
-    ) -> tuple[dict[str, str], dict[str, str]]:
-        """FailedNodes and FailedAndUnresolvableNodes, with one reason per node (vectorised)."""
-        req = info.request
-        reasons = [*_reasons(filters, info), "Seedance: node not in the extender's cache yet",
-                   f"Seedance: node can never fit {_describe(req)}"]
-        unknown, never = len(reasons) - 2, len(reasons) - 1
-        static = np.array([f.name in _STATIC_FILTERS for f in filters], dtype=np.bool_)
-        capacity = np.array([f.name in ("NodeResourcesFit", "GpuFit") for f in filters], dtype=np.bool_)
-        cap_ever = (state.cpu_capacity >= req.cpu_milli) & (state.mem_capacity >= req.memory_mib)
-        if req.num_gpu:
-            cap_ever &= state.gpu_count >= req.num_gpu
-        bad = np.flatnonzero(~ok)
-        idx = cand[bad]
-        known = idx >= 0
-        ff = first_fail[bad]
-        never_fits = known & capacity[ff] & ~cap_ever[np.maximum(idx, 0)]
-        reason = np.where(~known, unknown, np.where(never_fits, never, ff))
-        hard = known & (static[ff] | never_fits)
-        failed = {names[j]: reasons[r] for j, r in zip(bad[~hard].tolist(), reason[~hard].tolist(), strict=True)}
-        unresolvable = {names[j]: reasons[r] for j, r in zip(bad[hard].tolist(), reason[hard].tolist(), strict=True)}
-        return failed, unresolvable
-
     def prioritize(self, args: Mapping[str, Any]) -> list[dict[str, Any]]:
-        """The ``prioritize`` verb: ``ExtenderArgs`` → ``HostPriorityList`` (scores 0..10)."""
+        """The ``prioritize`` verb: ``ExtenderArgs`` → ``HostPriorityList`` (scores 0..10), scoring once."""
         pod, names, items = self._args(args)
         scores = np.zeros(len(names), dtype=np.int64)
         try:
@@ -380,21 +370,19 @@ class Extender:
                 self._ingest(items)
             state = self._ensure_state()
             cand = self._candidates(names)
-            ok, _, filters = self._evaluate(state, info, cand)
-            feasible_mask = np.zeros(state.n_nodes, dtype=np.bool_)
-            feasible_mask[cand[ok]] = True
-            feasible = np.flatnonzero(feasible_mask)
-            if feasible.size:
-                req = info.request
-                decision = Scheduler(self.policy, (*filters[:-1], NodeSubset(feasible_mask))).decide(state, req)
+            # decide over the candidates filter saw (kube-scheduler sends prioritize only the nodes that
+            # passed), so the decision is the one filter's stages lead to, as in every other driver
+            only = self._seen[info.uid] if info.uid in self._seen else self._only(state, cand)
+            scored = self.profile.decide_scored(self._attempt(state, info, only))
+            self._scored[info.uid] = (self._epoch, scored.decision)
+            if scored.decision.placement is not None:
                 node_score = np.zeros(state.n_nodes, dtype=np.int64)
-                if feasible.size > 1:
-                    raw = self.policy.score(state, req, feasible)
+                raw, nodes = scored.scores, scored.nodes
+                if raw is not None and nodes.size > 1:
                     lo, hi = int(raw.min()), int(raw.max())
-                    node_score[feasible] = 1 + (8 * (raw - lo)) // (hi - lo) if hi > lo else 9
-                if decision.placement is not None:
-                    node_score[decision.placement.node] = MAX_EXTENDER_PRIORITY
-                scores = np.where(ok, node_score[np.maximum(cand, 0)], MIN_EXTENDER_PRIORITY)
+                    node_score[nodes] = 1 + (8 * (raw - lo)) // (hi - lo) if hi > lo else 9
+                node_score[scored.decision.placement.node] = MAX_EXTENDER_PRIORITY
+                scores = np.where(cand >= 0, node_score[np.maximum(cand, 0)], MIN_EXTENDER_PRIORITY)
         return _priorities(names, scores)
 
     def bind(self, args: Mapping[str, Any]) -> dict[str, Any]:
@@ -423,11 +411,19 @@ class Extender:
             if rec is None or rec.node != node or rec.placement is None:
                 if rec is not None:
                     self.forget_pod(uid)
-                d = self._scheduler(info, self._one_node(state, idx)).decide(state, info.request)
+                    state = self._ensure_state()
+                profile = self.profile
+                epoch, d = self._scored.get(uid, (-1, None))  # type: ignore[assignment]
+                if d is None or epoch != self._epoch:
+                    d = profile.decide_scored(self._attempt(state, info, self._seen.get(uid))).decision
+                if d.placement is None or d.placement.node != idx:
+                    d = profile.decide_scored(self._attempt(state, info, self._one_node(state, idx))).decision
                 if d.placement is None:
                     return {"Error": f"Seedance: pod {ns}/{name} no longer fits node {node}: {d.reason}"}
-                state.apply(d.placement)
-                rec = _PodRecord(ns, name, node, info.request, d.placement.gpus, d.placement)
+                profile.apply(state, d)
+                self._epoch += 1
+                rec = _PodRecord(ns, name, node, info.request, d.placement.gpus, d.placement, tier=info.tier,
+                                 decision=d)
                 self._pods[uid] = rec
             gpus = rec.gpus or ()
         annotations = {keys.ANN_GPU_INDEX: ",".join(str(g) for g in gpus)} if gpus else {}
@@ -438,6 +434,8 @@ class Extender:
             return {"Error": f"Seedance: binding {ns}/{name} to {node} failed: {exc}"}
         with self._lock:
             self._pending.pop(uid, None)
+            self._seen.pop(uid, None)
+            self._scored.pop(uid, None)
         return {"Error": ""}
 
     # ------------------------------------------------------------------ internals
@@ -452,7 +450,9 @@ class Extender:
             else:
                 self.policy.observe(info.request)  # once per pod, as it arrives
                 if len(self._pending) >= self.pending_capacity:
-                    self._pending.popitem(last=False)
+                    old, _ = self._pending.popitem(last=False)
+                    self._seen.pop(old, None)
+                    self._scored.pop(old, None)
             self._pending[info.uid] = info
         return info
 
@@ -509,41 +509,21 @@ class Extender:
         if len(self._cand_cache) > 64:
             self._cand_cache.popitem(last=False)
 
-    def _make_tier_filter(self, tier: str, borrow: bool) -> TierLabels | None:
-        spec = self.tier_config.tiers[tier]
-        if not spec.node_labels:
-            return None
-        sets = [spec.node_labels]
-        if borrow and spec.borrow_labels:
-            sets.append(spec.borrow_labels)
-        return TierLabels(sets)
+    def _attempt(self, state: ClusterState, info: PodInfo, only: BoolA | None) -> Attempt:
+        return Attempt(state, info.request, -1, info.tier, None, 0.0, info.borrow, only)
 
-    def _pod_filters(self, info: PodInfo | None) -> tuple[FilterPlugin, ...]:
-        tier = None if info is None or info.tier is None else self._tier_filters[(info.tier, info.borrow)]
-        return self.filters if tier is None else (*self.filters, tier)
-
-    def _scheduler(self, info: PodInfo | None, subset: BoolA) -> Scheduler:
-        return Scheduler(self.policy, (*self._pod_filters(info), NodeSubset(subset)))
+    @staticmethod
+    def _only(state: ClusterState, cand: NDArray[np.intp]) -> BoolA | None:
+        """The candidate mask (``None`` when every node is a candidate)."""
+        m = np.zeros(state.n_nodes, dtype=np.bool_)
+        m[cand[cand >= 0]] = True
+        return None if m.all() else m
 
     @staticmethod
     def _one_node(state: ClusterState, idx: int) -> BoolA:
         m = np.zeros(state.n_nodes, dtype=np.bool_)
         m[idx] = True
         return m
-
-    def _evaluate(
-        self, state: ClusterState, info: PodInfo, cand: NDArray[np.intp]
-    ) -> tuple[BoolA, NDArray[np.intp], tuple[FilterPlugin, ...]]:
-        """Per candidate: feasible?, index of the first failing filter; and the filters used."""
-        filters = self._pod_filters(info)
-        known = cand >= 0
-        if state.n_nodes == 0 or not known.any():
-            return known, np.zeros(cand.size, dtype=np.intp), (*filters, NodeSubset(known))
-        safe = np.where(known, cand, 0)
-        masks = np.stack([f.mask(state, info.request)[safe] for f in filters])
-        ok = known & masks.all(axis=0)
-        first_fail = np.argmax(~masks, axis=0)
-        return ok, first_fail, (*filters, NodeSubset(known))
 
 
 def _rv(node: Doc) -> str:
@@ -557,38 +537,18 @@ def _fold(args: Mapping[str, Any]) -> dict[str, Any]:
     return {str(k).lower(): v for k, v in args.items()}
 
 
-def _describe(req: ResourceRequest) -> str:
-    gpu = ""
-    if req.num_gpu:
-        gpu = f", {req.gpu_milli} milli GPU" if req.is_sharing else f", {req.num_gpu} GPU"
-        if req.gpu_types:
-            gpu += f" ({'|'.join(req.gpu_types)})"
-    return f"{req.cpu_milli}m CPU, {req.memory_mib}Mi memory{gpu}"
+def default_extender_profile(policy: str) -> ProfileConfig:
+    """The extender's default profile: ``policy`` with the tier stages, borrowing (no preemption:
+    kube-scheduler preempts itself)."""
+    return profile_of_policy(policy, tiers=TiersConfig(enabled=True, fallbacks=("borrow",)))
 
 
-def _reasons(filters: Sequence[FilterPlugin], info: PodInfo) -> list[str]:
-    """One short reason per filter (kube-scheduler groups equal reasons in the pod's events)."""
-    req = info.request
-    out = []
-    for f in filters:
-        if f.name == "NodeSchedulable":
-            text = "node is cordoned"
-        elif f.name == "NodeResourcesFit":
-            text = "insufficient free CPU or memory"
-        elif f.name == "GpuModelMatch":
-            text = f"GPU model not in {', '.join(req.gpu_types)}"
-        elif f.name == "GpuFit":
-            text = (f"no GPU with {req.gpu_milli} milli free" if req.is_sharing
-                    else f"fewer than {req.num_gpu} idle GPU(s)")
-        elif isinstance(f, TierLabels):
-            need = " or ".join(
-                " and ".join(f"{k} in [{','.join(v)}]" for k, v in labels.items()) for labels in f.label_sets
-            )
-            text = f"tier {info.tier} needs {need}"
-        else:
-            text = f"rejected by {f.name}"
-        out.append(f"Seedance: {text}")
-    return out
+def _as_decision(rec: _PodRecord, placement: Placement | None = None) -> Decision:
+    """The decision a record stands for (re-indexed ``placement`` after a rebuild)."""
+    p = placement or rec.placement
+    expl = rec.decision.explanation if rec.decision is not None else {}
+    slice_info = expl.get("slice")
+    return Decision(-1, Outcome.BIND, p, explanation={"slice": slice_info} if slice_info is not None else {})
 
 
 def _filter_result(
@@ -605,4 +565,4 @@ def _priorities(names: list[str], scores: NDArray[np.int64]) -> list[dict[str, A
     return [{"Host": n, "Score": int(s)} for n, s in zip(names, scores.tolist(), strict=True)]
 
 
-__all__ = ["MAX_EXTENDER_PRIORITY", "Binder", "Extender", "NodeSubset", "TierLabels"]
+__all__ = ["MAX_EXTENDER_PRIORITY", "Binder", "Extender", "default_extender_profile"]

@@ -9,7 +9,16 @@ See ``CONTRIBUTING.md`` (stage API) and ``docs/profiles.md``.
 from seedance.profile.build import BuildContext, build_profile
 from seedance.profile.config import ProfileConfig, load_profile, parse_profile, profile_from_text, profile_of_policy
 from seedance.profile.profile import Admission, SchedulingProfile, Scored
-from seedance.profile.stages import ADAPTERS, BIND_HOOKS, FALLBACKS, FILTERS, Attempt, BindHook, Fallback, RequestAdapter
+from seedance.profile.stages import (
+    ADAPTERS,
+    BIND_HOOKS,
+    FALLBACKS,
+    FILTERS,
+    Attempt,
+    BindHook,
+    Fallback,
+    RequestAdapter,
+)
 
 __all__ = [
     "ADAPTERS",

@@ -44,7 +44,9 @@ class PlacementConfig(_Strict):
 class TiersConfig(_Strict):
     """The tier stages: request rounding, own pools, and the fallbacks in order."""
 
-    enabled: bool = Field(default=False, description="Place each pod in its tier's pool (labels gpu.sla.level/gpu.mode).")
+    enabled: bool = Field(
+        default=False, description="Place each pod in its tier's pool (labels gpu.sla.level, gpu.mode)."
+    )
     file: str | None = Field(default=None, description="Tier config YAML (default: the built-in Gold/Silver/Bronze).")
     fallbacks: tuple[str, ...] = Field(default=("borrow", "preempt"), description="Fallback stages, in order.")
 
@@ -123,7 +125,9 @@ def check_names(cfg: ProfileConfig, *, source: str, node: yaml.Node | None = Non
     need(PLACEMENT_POLICIES, cfg.placement.policy, ("placement", "policy"))
     need(QUEUE_ORDERS, cfg.queue, ("queue",))
     for key, reg, names in (
-        ("adapters", ADAPTERS, cfg.adapters), ("filters", FILTERS, cfg.filters), ("bind_hooks", BIND_HOOKS, cfg.bind_hooks),
+        ("adapters", ADAPTERS, cfg.adapters),
+        ("filters", FILTERS, cfg.filters),
+        ("bind_hooks", BIND_HOOKS, cfg.bind_hooks),
     ):
         for i, n in enumerate(names):
             need(reg, n, (key, i))

@@ -26,7 +26,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from seedance.core.cluster import ClusterState
-from seedance.core.decision import Decision, Outcome
+from seedance.core.decision import Decision
 from seedance.core.resources import ResourceRequest
 from seedance.profile.context import AttemptFilter, Hold, node_reason_texts
 from seedance.profile.stages import Attempt, BindHook, Fallback, NodeSubset, RequestAdapter

@@ -72,9 +72,9 @@ class TierPools:
         return tier in self._own
 
     def filters(self, tier: str, pool: str) -> tuple[FilterPlugin, ...]:
-        """``GpuModeFit`` plus the pool's label filter."""
+        """The pool's label filter, then ``GpuModeFit`` (a node outside the pool is told so first)."""
         f = self._own[tier] if pool == "own" else self._borrow[tier]
-        return (_MODE, f)
+        return (f, _MODE)
 
     def pool_filter(self, tier: str, pool: str) -> TierFilter:
         """The label filter of a tier's ``own`` or ``borrow`` pool."""

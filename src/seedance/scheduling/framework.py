@@ -283,7 +283,8 @@ class Scheduler:
         reason = f"{self.policy.name}: best of {nodes.size} feasible node(s)"
         if score is not None:
             reason += f", score {score}"
-        return Decision(pod, Outcome.BIND, placement, score=score, reason=reason, explanation=explanation), nodes, scores
+        decision = Decision(pod, Outcome.BIND, placement, score=score, reason=reason, explanation=explanation)
+        return decision, nodes, scores
 
     def rejections(self, view: ClusterState, req: ResourceRequest) -> dict[str, int]:
         """How many nodes each filter rejects on its own (explanations of pending pods)."""

@@ -1,9 +1,9 @@
 """Tiered replay: the trace under SLA-tier binding, borrowing and explained preemption.
 
 NOTE(seedance): the loop (variant B of the A/B replay).
-  * Arrival at ``creation_time``: the pod's tier comes from its QoS class; the
-    profile (``build_profile`` with the tier stages) decides (own pool → borrow → preempt). Bound: victims are evicted first
-    (each goes back to the pending queue, losing the work since its last checkpoint), then the
+  * Arrival at ``creation_time``: the pod's tier comes from its QoS class; the profile
+    (``build_profile`` with the tier stages) decides (own pool → borrow → preempt). Bound:
+    victims are evicted first (each goes back to the pending queue, losing the work since its last checkpoint), then the
     placement is applied, then each victim is tried once more at once (it may fit elsewhere).
     Pending: the pod waits in a queue ordered by the profile's ``QUEUE_ORDERS`` entry (default
     ``priority``: tier priority, then creation time).

@@ -22,24 +22,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from seedance.core.catalog import CATALOG
 from seedance.core.cluster import ClusterState
-from seedance.core.decision import Decision, Placement
+from seedance.core.decision import Decision
 from seedance.core.errors import InputError, SeedanceError, UnknownNameError
 from seedance.core.resources import MILLI_PER_GPU, ResourceRequest, SliceBackend
 from seedance.scheduling.framework import (
     FilterPlugin,
-    GpuModelMatch,
     Nodes,
     PlacementPolicy,
-    ResourcesFit,
-    Schedulable,
-    Scheduler,
     Scores,
 )
 from seedance.slicing.mig import FULL_MASK, Instance, MigGpu, OccupancyTables, mig_gpu

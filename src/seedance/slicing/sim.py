@@ -29,10 +29,9 @@ from typing import Any
 import numpy as np
 
 from seedance.core.cluster import ClusterSpec
-from seedance.core.errors import InputError
-from seedance.core.resources import SliceBackend
 from seedance.core.decision import Decision
-from seedance.core.resources import ResourceRequest
+from seedance.core.errors import InputError
+from seedance.core.resources import ResourceRequest, SliceBackend
 from seedance.profile import build_profile, profile_of_policy
 from seedance.profile.config import SlicesConfig
 from seedance.scheduling.tasktypes import TaskTypes

@@ -50,7 +50,7 @@ from seedance.core.lifecycle import JOB_TRANSITIONS, NODE_TRANSITIONS, JobStatus
 from seedance.core.resources import ResourceRequest
 from seedance.costmodel.deferral_stage import DEFERRAL_KEY
 from seedance.profile import ProfileConfig, SchedulingProfile, build_profile, profile_of_policy
-from seedance.scheduling.framework import PLACEMENT_POLICIES, FilterPlugin, PolicyContext, make_policy
+from seedance.scheduling.framework import PLACEMENT_POLICIES, FilterPlugin, PlacementPolicy, PolicyContext, make_policy
 from seedance.scheduling.queueing import QUEUE_ORDERS, QueueItem, QueueOrder
 from seedance.scheduling.tasktypes import TaskTypes
 from seedance.tiers import DEFAULT_TIER_CONFIG, TierConfig
@@ -103,6 +103,7 @@ class _Cache:
     node_models: list[str | None]
     profile: SchedulingProfile | None = None
     extra: dict[str, SchedulingProfile] = field(default_factory=dict)  # tiers with extra filter plug-ins
+    observed: int | None = None  # last job id a learning policy observed (None: the policy does not learn)
     queue: QueueOrder | None = None
 
 
@@ -144,6 +145,10 @@ class SchedulingLoop:
         tier_pools: Place each job only in its tier's node pool, or one it may borrow (``gpu.sla.level``
             and ``gpu.mode`` labels; Gold on gold + exclusive nodes, a Gold share as a whole GPU),
             with the profile's tier stages. Extra ``filters`` do not apply then.
+        profile: The scheduling profile when no stored policy names one (default: ``default_placement``
+            with the default stages).
+        task_types: The target workload given to policies that need one (FGD); default: the task
+            types of the cluster's live jobs, read when the state is rebuilt.
         stages: Trust and deferral wiring (``LiveStages``): the attestation sweep each cycle, the
             ``AttestedTEE`` stage in every profile, the pod directory, the deferral stage.
     """
@@ -154,6 +159,7 @@ class SchedulingLoop:
         default_placement: str = "best-fit", default_queue: str = "priority", batch: int = 1024,
         explain: bool = True, interval_s: float = 0.5, poll_interval_s: float = 1.0,
         tier_config: TierConfig = DEFAULT_TIER_CONFIG, tier_pools: bool = False,
+        profile: ProfileConfig | None = None, task_types: TaskTypes | None = None,
         stages: LiveStages | None = None,
     ) -> None:
         self.db = db
@@ -173,6 +179,8 @@ class SchedulingLoop:
         # tier pools: the profile's tier stages (own pool, then borrowed pools); preemption is
         # switched off here, since the live loop does not evict running jobs (yet)
         self.tier_pools = tier_pools
+        self.profile = profile
+        self.task_types = task_types
         self.tiers = tier_config
         self.tier_config: TierConfig | None = tier_config if tier_pools else None
         self._caches: dict[int, _Cache] = {}
@@ -307,7 +315,7 @@ class SchedulingLoop:
         cache = _Cache(v, cv, (policy.name, policy.version), state, [n.gpu_model for n in nodes])
         cfg = self.profile_config(policy)
         cls = PLACEMENT_POLICIES.get(cfg.placement.policy)
-        types = _live_task_types(s, cluster_id) if cls.needs_task_types else None
+        types = (self.task_types or _live_task_types(s, cluster_id)) if cls.needs_task_types else None
         placement = make_policy(cfg.placement.policy, PolicyContext(seed=0, task_types=types,
                                                                     options=dict(cfg.placement.options)))
         services = self.stages.services if self.stages is not None else None
@@ -321,7 +329,12 @@ class SchedulingLoop:
                     explain=self.explain, extra_filters=extra, services=services,
                 )
         self._replay_active(s, cache, active)
-        cache.queue = QUEUE_ORDERS.get(policy.queue_order)(self.tier_shares)
+        if type(placement).observe is not PlacementPolicy.observe:  # a policy that learns: every job so far
+            cache.observed = -1
+            for jid, req in _requests(s, cluster_id):
+                cache.profile.observe(req)
+                cache.observed = jid
+        cache.queue = QUEUE_ORDERS.get(cfg.queue)(self.tier_shares)
         return cache
 
     def profile_config(self, policy: policy_svc.ActivePolicy) -> ProfileConfig:
@@ -330,9 +343,12 @@ class SchedulingLoop:
         ``tier_pools`` switches the tier stages on; preemption stays off in the live loop (it does
         not evict running jobs), so the tier fallbacks are ``borrow`` only.
         """
-        cfg = ProfileConfig.model_validate(policy.profile) if policy.profile else profile_of_policy(
-            policy.placement, queue=policy.queue_order
-        )
+        if policy.profile:
+            cfg = ProfileConfig.model_validate(policy.profile)
+        elif self.profile is not None and policy.version == 0:  # no stored policy: the loop's own profile
+            cfg = self.profile
+        else:
+            cfg = profile_of_policy(policy.placement, queue=policy.queue_order)
         if self.tier_pools and not cfg.tiers.enabled:
             cfg = cfg.model_copy(update={"tiers": cfg.tiers.model_copy(update={"enabled": True})})
         if cfg.tiers.enabled:
@@ -383,6 +399,11 @@ class SchedulingLoop:
         t0 = time.perf_counter()
         profile = cache.profile
         assert profile is not None
+        if cache.observed is not None:  # learning policies see each job once, in arrival (id) order
+            for job in sorted(pending, key=lambda j: j.id):
+                if job.id > cache.observed:
+                    profile.observe(job.req)
+                    cache.observed = job.id
         tiered = profile.pools is not None
         wall = time.time()
         for job in order:
@@ -655,6 +676,17 @@ class SchedulingLoop:
 
 
 _NOBODY = RunningPods()  # preemption is off in the live loop: no victim candidates
+
+
+def _requests(s: Session, cluster_id: int) -> list[tuple[int, ResourceRequest]]:
+    """Every job of the cluster (any status) as ``(id, request)``, in id order."""
+    q = select(Job.id, Job.cpu_milli, Job.memory_mib, Job.num_gpu, Job.gpu_milli, Job.gpu_types).where(
+        Job.cluster_id == cluster_id)
+    return [
+        (int(r[0]), ResourceRequest(cpu_milli=r[1], memory_mib=r[2], num_gpu=r[3], gpu_milli=r[4],
+                                    gpu_types=tuple(r[5])))
+        for r in s.execute(q.order_by(Job.id))
+    ]
 
 
 def _live_task_types(s: Session, cluster_id: int) -> TaskTypes:
