@@ -90,5 +90,7 @@ def isolation_of(job: Job) -> IsolationRead | None:
     if jg.weakest_with is not None:
         other = s.get(Job, int(jg.weakest_with))
         with_ = other.name if other is not None else jg.weakest_with
-    return IsolationRead(grade=jg.grade.label, slice_grade=jg.slice_grade.label, backend=jg.backend, gpu=jg.gpu, weakest_with=with_,
-                         reason=jg.reason)
+    return IsolationRead.model_validate({
+        "grade": jg.grade.label, "slice_grade": jg.slice_grade.label, "backend": jg.backend, "gpu": jg.gpu,
+        "weakest_with": with_, "reason": jg.reason,
+    })

@@ -25,9 +25,9 @@ from seedance.control.costing import CostInput, CostScorer
 from seedance.control.db.models import Cluster, DecisionRecord, EventRecord, Job, Node, utcnow
 from seedance.control.errors import Conflict, NotFound
 from seedance.control.schemas import DecisionRead, Explanation, JobCreate, JobKind, JobRead, Role
-from seedance.control.services.grades import isolation_of
 from seedance.control.security import Principal
 from seedance.control.services import clusters, events, tenants
+from seedance.control.services.grades import isolation_of
 from seedance.core.lifecycle import JOB_TRANSITIONS, TERMINAL_JOB_STATUSES, JobStatus, transition
 from seedance.core.resources import MILLI_PER_GPU
 
