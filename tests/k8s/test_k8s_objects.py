@@ -114,7 +114,15 @@ def test_whole_gpus_come_from_the_extended_resource() -> None:
 
 
 def test_exclusive_tier_rounds_a_share_up_to_a_whole_gpu() -> None:
-    assert pod_info(make_pod("p", milli=300, tier="gold")).request.gpu_milli == 1000
+    info = pod_info(make_pod("p", milli=300, tier="gold"))
+    assert info.request.gpu_milli == 300  # as asked; the tier rule lives once, in the profile's tier stage
+    from seedance.core.cluster import ClusterSpec, ClusterState
+    from seedance.profile import Attempt
+    from seedance.profile.build import tier_profile
+    from seedance.scheduling import make_policy
+
+    prof = tier_profile(make_policy("best-fit"))
+    assert prof.adapt(Attempt(ClusterState(ClusterSpec(())), info.request, tier=info.tier)).gpu_milli == 1000
     assert pod_info(make_pod("p", milli=300, tier="silver")).request.gpu_milli == 300
 
 

@@ -34,7 +34,6 @@ def register(app: typer.Typer) -> None:
         """Write the CRDs, plain manifests and scheduler configuration generated from the code."""
         import dataclasses
 
-        import seedance.scheduling.policies  # noqa: F401  (registers the policies)
         from seedance.k8s.manifests import DeploySettings, deploy_files, dump_yaml
         from seedance.scheduling import PLACEMENT_POLICIES
 
@@ -126,6 +125,9 @@ def register(app: typer.Typer) -> None:
         nodes: Path | None = typer.Option(
             None, help="Serve a fixed NodeList (JSON or YAML) without an API server; bind is disabled."),
         kubeconfig: str | None = typer.Option(None, help="kubeconfig (default: in-cluster, then $KUBECONFIG)."),
+        profile: Path | None = typer.Option(
+            None, help="A `kind: SchedulingProfile` YAML (docs/profiles.md); its placement policy and options "
+                       "replace --policy."),
     ) -> None:
         """Run the kube-scheduler extender (filter, prioritize, bind) until interrupted."""
         import logging
@@ -144,8 +146,15 @@ def register(app: typer.Typer) -> None:
             from seedance.traces.alibaba import load_pods
 
             task_types = TaskTypes.from_trace(load_pods(task_types_trace))
+        cfg = None
+        options: dict[str, object] = {}
+        if profile is not None:
+            from seedance.profile import load_profile
+
+            cfg = load_profile(profile)
+            policy, options = cfg.placement.policy, dict(cfg.placement.options)
         try:
-            pol = make_policy(policy, PolicyContext(seed=seed, task_types=task_types))
+            pol = make_policy(policy, PolicyContext(seed=seed, task_types=task_types, options=options))
         except ValueError as exc:
             raise InputError(str(exc), field="--policy") from None
         if nodes is not None:
@@ -154,7 +163,7 @@ def register(app: typer.Typer) -> None:
             except (OSError, yaml.YAMLError) as exc:
                 raise InputError(f"cannot read nodes: {exc}", source=str(nodes)) from None
             items = doc.get("items", []) if isinstance(doc, dict) else doc
-            ext = Extender(pol)
+            ext = Extender(pol, profile=cfg)
             ext.set_nodes(items)
             ext.synced = True
         else:
@@ -162,7 +171,7 @@ def register(app: typer.Typer) -> None:
             from seedance.k8s.kubeapi import KubernetesApi
 
             api = KubernetesApi.from_environment(kubeconfig)
-            ext = Extender(pol, binder=api, pod_lookup=api.get_pod)
+            ext = Extender(pol, binder=api, pod_lookup=api.get_pod, profile=cfg)
             Informer(ext, api).start()
         server = make_server(ExtenderApp(ext), host, port)
         typer.echo(f"seedance extender ({pol.name}) on http://{host}:{server.server_address[1]}")

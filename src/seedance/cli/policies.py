@@ -13,7 +13,6 @@ def register(app: typer.Typer) -> None:
     @app.command("policies")
     def policies() -> None:
         """List placement policies and queue orders by registry name."""
-        import seedance.scheduling.policies  # noqa: F401
         from seedance.scheduling import PLACEMENT_POLICIES, QUEUE_ORDERS
 
         table = Table(title="placement policies")

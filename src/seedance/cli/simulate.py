@@ -118,11 +118,22 @@ def register(app: typer.Typer) -> None:
         flexible_share: Annotated[
             float, typer.Option(help="With --region: share of jobs marked flexible (deadline-bound).")
         ] = 0.3,
+        profile: Annotated[
+            Path | None,
+            typer.Option(help="A `kind: SchedulingProfile` YAML (docs/profiles.md): its placement policy, "
+                              "options, queue order and stages replace --policy and --queue-order."),
+        ] = None,
     ) -> None:
         """Simulate placement policies on a trace and compare them."""
         from seedance.scheduling.framework import make_policy
         from seedance.traces.paths import DEFAULT_NODES, DEFAULT_PODS, FGD_EXPECTED, data_file
 
+        cfg = None
+        if profile is not None:
+            from seedance.profile import load_profile
+
+            cfg = load_profile(profile)
+            policy, queue_order = cfg.placement.policy, cfg.queue
         policies = split_names(policy)
         for name in policies if region is None else ():  # fail fast on unknown names (lists the valid ones)
             _check_policy(name, make_policy)
@@ -163,7 +174,7 @@ def register(app: typer.Typer) -> None:
             _emit(payload, output, out, lambda p, o: render_ab(p, o.value))
             return
         if mode is Mode.replay:
-            payload = _run_replay(nodes_path, pod_paths, policies, seed_list, capacity_scale, queue_order, end)
+            payload = _run_replay(nodes_path, pod_paths, policies, seed_list, capacity_scale, queue_order, end, cfg)
             _emit(payload, output, out, _render_replay)
             if report:
                 from seedance.sim.report import write_replay_report
@@ -173,7 +184,7 @@ def register(app: typer.Typer) -> None:
             return
         paper_results = _load_paper(paper, data_file, FGD_EXPECTED)
         payload = _run_inflation(
-            nodes_path, pod_paths, policies, seed_list, arrived_max, workers, paper_results, output, bound
+            nodes_path, pod_paths, policies, seed_list, arrived_max, workers, paper_results, output, bound, cfg
         )
         _emit(payload, output, out, _render)
         if report:
@@ -227,6 +238,7 @@ def _run_replay(
     capacity_scale: float,
     queue_order: str,
     end: str,
+    profile: Any = None,
 ) -> dict[str, Any]:
     from seedance.scheduling.queueing import QUEUE_ORDERS
     from seedance.sim.replay import run_replay
@@ -245,6 +257,7 @@ def _run_replay(
             queue_order=queue_order,
             end=end,
             trace_name=p.stem.removeprefix("openb_pod_list_"),
+            profile=profile,
         )
         for p, trace in traces
         for pol in policies
@@ -308,7 +321,6 @@ def _render_replay(payload: dict[str, Any], output: Output) -> Any:
 
 
 def _check_policy(name: str, make_policy: Any) -> None:
-    import seedance.scheduling.policies  # noqa: F401
     from seedance.scheduling.framework import PLACEMENT_POLICIES
 
     PLACEMENT_POLICIES.get(name)
@@ -336,6 +348,7 @@ def _run_inflation(
     paper: Any,
     output: Output,
     bound: bool = False,
+    profile: Any = None,
 ) -> dict[str, Any]:
 
     from seedance.sim.experiment import RunSpec, sweep
@@ -348,7 +361,7 @@ def _run_inflation(
     for p in pod_paths:
         load_pods(p)
     runs = [
-        RunSpec(str(nodes_path), str(p), pol, s, arrived_max / 100.0, arrived_max)
+        RunSpec(str(nodes_path), str(p), pol, s, arrived_max / 100.0, arrived_max, profile)
         for p in pod_paths
         for pol in policies
         for s in seeds

@@ -218,10 +218,14 @@ class Extender:
             return self._profile
 
     def decision_of(self, uid: str) -> Decision | None:
-        """The decision this extender bound pod ``uid`` with (``None``: not bound by it)."""
+        """The decision this extender bound pod ``uid`` with, else its last ``prioritize`` decision
+        (why it waits); ``None`` when it has neither."""
         with self._lock:
             rec = self._pods.get(uid)
-            return None if rec is None else rec.decision
+            if rec is not None and rec.decision is not None:
+                return rec.decision
+            scored = self._scored.get(uid)
+            return None if scored is None else scored[1]
 
     @property
     def state(self) -> ClusterState:

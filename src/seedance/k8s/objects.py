@@ -255,9 +255,7 @@ def _pod_info(
     raw_types = ann.get(keys.ANN_GPU_TYPES)
     if raw_types:
         types = tuple(sorted({catalog.resolve(t.strip()).name for t in raw_types.split(",") if t.strip()}))
-    tier = _tier_of(pod, tier_config)
-    if tier is not None and tier_config.tiers[tier].exclusive and 0 < milli < MILLI_PER_GPU:
-        milli = MILLI_PER_GPU  # an exclusive tier never shares a GPU: a share takes the whole device
+    tier = _tier_of(pod, tier_config)  # the request stays as asked: the profile's tier stage rounds it
     req = ResourceRequest(cpu_milli=cpu, memory_mib=mem, num_gpu=gpus, gpu_milli=milli,
                           gpu_types=types if gpus else ())
     hint_raw = ann.get(keys.ANN_GPU_INDEX)

@@ -134,6 +134,9 @@ def check_names(cfg: ProfileConfig, *, source: str, node: yaml.Node | None = Non
     for i, n in enumerate(cfg.tiers.fallbacks):
         need(FALLBACKS, n, ("tiers", "fallbacks", i))
     cls = PLACEMENT_POLICIES.get(cfg.placement.policy)
-    bad = [k for k in cfg.placement.options if k not in cls.Options.model_fields]
-    loc: tuple[Any, ...] = ("placement", "options", bad[0]) if bad else ("placement", "options")
-    validate_options(cls, cfg.placement.options, source=source, line=line_of(node, loc))
+    try:
+        validate_options(cls, cfg.placement.options, source=source)
+    except InputError as exc:
+        key = (exc.field or "").removeprefix("options").lstrip(".").split(".")[0]
+        loc: tuple[Any, ...] = ("placement", "options", key) if key else ("placement", "options")
+        raise InputError(exc.message, source=source, line=line_of(node, loc), field=exc.field) from None

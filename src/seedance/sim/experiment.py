@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from seedance.profile import ProfileConfig
 from seedance.sim.inflation import InflationRun, run_inflation
 from seedance.traces.alibaba import load_nodes, load_pods
 
@@ -29,6 +30,7 @@ class RunSpec:
     seed: int
     ratio: float
     arrived_max: int | None
+    profile: ProfileConfig | None = None
 
 
 def execute(run: RunSpec) -> InflationRun:
@@ -43,6 +45,7 @@ def execute(run: RunSpec) -> InflationRun:
         ratio=run.ratio,
         arrived_max=run.arrived_max,
         trace_name=Path(run.pods).stem.removeprefix("openb_pod_list_"),
+        profile=run.profile,
     )
 
 
