@@ -225,6 +225,16 @@ def test_the_live_loop_defers_a_flexible_job_to_the_cheap_hour_and_then_places_i
         d = s.scalars(select(DecisionRecord).where(DecisionRecord.job_id == flex)).one()
     assert d.outcome == "pending" and d.explanation["deferral"]["defer"] is True
     assert d.explanation["deferral"]["cost_window"] < d.explanation["deferral"]["cost_now"]
+    from seedance.control.client import LocalClient
+
+    cli = LocalClient(sqlite_url)  # what ``seedancectl describe job`` / ``explain job`` read
+    try:
+        described = cli.get_job(str(flex))
+        assert described["status_reason"] == row.status_reason
+        assert [x["reason"] for x in cli.decisions(str(flex))] == [row.status_reason]
+        assert cli.explain(str(flex))["latest"]["explanation"]["deferral"]["start"] == "2023-11-15T01:00:00Z"
+    finally:
+        cli.service.close()
     clock.t = H0 + 2 * HOUR  # still before the window: still deferred, without a new capacity change
     svc.loop.run_once()
     assert job_row(svc, flex).status == "pending"
