@@ -55,8 +55,8 @@ def main() -> None:
     from ray.cluster_utils import Cluster
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+    from seedance.backends.dispatch import BackendStatus, DispatchRequest
     from seedance.backends.ray_backend import RayDispatcher, RaySettings, task_options
-    from seedance.control.dispatch import BackendStatus, DispatchRequest
 
     temp = Path(tempfile.mkdtemp(prefix="sdray-", dir="/tmp"))
     names = [f"gpu-{i}" for i in range(args.nodes)]

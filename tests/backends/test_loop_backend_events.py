@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
+from seedance.backends.dispatch import BackendStatus, Dispatcher, DispatchRequest
 from seedance.cli.main import main
 from seedance.control.db.models import EventRecord, Node
-from seedance.control.dispatch import BackendStatus, Dispatcher, DispatchRequest
 from seedance.control.service import ControlService
 from tests.backends.conftest import start_server
 from tests.control.helpers import ADMIN_TOKEN, add_nodes, job_row, settings_for, submit

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from seedance.backends import ray_runtime as rt
+from seedance.backends.dispatch import DISPATCHERS, BackendStatus, DispatchRequest, read_logs
 from seedance.backends.ray_backend import RayDispatcher, RaySettings, job_spec, ray_node_resources, ray_start_args
 from seedance.backends.workloads import WORKLOADS, JobContext, workload_of
-from seedance.control.dispatch import DISPATCHERS, BackendStatus, DispatchRequest, read_logs
 from seedance.core.errors import InputError
 
 

@@ -12,9 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import select
 
+from seedance.backends.dispatch import TimerDispatcher
 from seedance.control.costing import GpuHoursPrice
 from seedance.control.db.models import DecisionRecord, EventRecord, Job, Node
-from seedance.control.dispatch import TimerDispatcher
 from seedance.control.schemas import NodeUpdate, PolicyCreate
 from seedance.control.service import ControlService
 from seedance.control.services import clusters, jobs, policies

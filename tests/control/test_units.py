@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from seedance.backends.dispatch import DISPATCHERS, BackendStatus, DispatchRequest, make_dispatcher
 from seedance.control.costing import COST_SCORERS, CostInput, GpuHoursPrice, make_cost_scorer
-from seedance.control.dispatch import DISPATCHERS, BackendStatus, DispatchRequest, make_dispatcher
 from seedance.control.policydoc import MinimalPolicyValidator, parse_yaml
 from seedance.control.schemas import JobCreate, Role
 from seedance.control.security import Principal, hash_token, new_token_value

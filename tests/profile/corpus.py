@@ -51,8 +51,9 @@ class CReq:
 
     @property
     def request(self) -> ResourceRequest:
+        gpu = self.num_gpu > 0
         return ResourceRequest(cpu_milli=self.cores * 1000, memory_mib=self.mem_gi * 1024, num_gpu=self.num_gpu,
-                               gpu_milli=self.milli if self.num_gpu else 0, gpu_types=self.types if self.num_gpu else ())
+                               gpu_milli=self.milli if gpu else 0, gpu_types=self.types if gpu else ())
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,7 +24,8 @@ def test_bundled_profiles_load_and_build() -> None:
     cfg = load_profile(REPO / "config" / "profiles" / "tiers-mig.yaml")
     assert (cfg.placement.policy, cfg.queue, cfg.slices.mode, cfg.placement.options) == (
         "seedance", "priority", "mig", {"balance": 2.0})
-    prof = build_profile(cfg, ClusterState(make_cluster([(64_000, 256_000, 8, "A100-80GB"), (32_000, 128_000, 4, "G2")])))
+    state = ClusterState(make_cluster([(64_000, 256_000, 8, "A100-80GB"), (32_000, 128_000, 4, "G2")]))
+    prof = build_profile(cfg, state)
     assert [type(a) for a in prof.adapters] == [TierRequest]
     assert [type(f) for f in prof.fallbacks] == [Borrow, Preempt]
     assert isinstance(prof.filters[-1], SliceFit)  # GpuFit becomes the MIG-aware fit

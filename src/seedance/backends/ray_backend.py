@@ -35,9 +35,9 @@ from typing import Any
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from seedance.backends.dispatch import DISPATCHERS, BackendStatus, Dispatcher, DispatchRequest
 from seedance.backends.ray_runtime import GPU_PREFIX, HANDLE_PREFIX, HEAD_RESOURCE, NODE_PREFIX
 from seedance.backends.workloads import workload_of
-from seedance.control.dispatch import DISPATCHERS, BackendStatus, Dispatcher, DispatchRequest
 from seedance.core.errors import InputError
 
 LABEL_REQUEST = 0.001

@@ -38,9 +38,9 @@ def register(app: typer.Typer) -> None:
         import uvicorn
         from pydantic import ValidationError
 
+        from seedance.backends.dispatch import DISPATCHERS
         from seedance.control.db import migrate
         from seedance.control.db.session import Database
-        from seedance.control.dispatch import DISPATCHERS
         from seedance.control.policydoc import canonical_placement
         from seedance.control.services import tokens
         from seedance.control.settings import ControlSettings

@@ -82,8 +82,6 @@ def unknown_rule(rid: str) -> str:
 
 def resolve_rules(ids: Sequence[str] | None, *, source: str) -> list[type[Rule]]:
     """Rule classes for ``ids`` (every rule when ``None``); unknown ids name the valid ones."""
-    import seedance.compliance.rules  # noqa: F401  (registers the built-in rules)
-
     if ids is None:
         return sorted((COMPLIANCE_RULES.get(n) for n in COMPLIANCE_RULES.names()), key=lambda r: r.id)
     out: list[type[Rule]] = []

@@ -114,4 +114,4 @@ class Rule(ABC):
                        pos.column, system)
 
 
-COMPLIANCE_RULES: Registry[type[Rule]] = Registry("compliance rule")
+COMPLIANCE_RULES: Registry[type[Rule]] = Registry("compliance rule", plugins="seedance.compliance.rules")

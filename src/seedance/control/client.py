@@ -320,7 +320,7 @@ class LocalClient(ControlClient):
             return [clusters.to_node_read(cluster, n, alloc.get(n.name)).model_dump(mode="json") for n in nodes]
 
     def logs(self, ref: str, *, tail_bytes: int | None = None) -> dict[str, Any]:
-        from seedance.control.dispatch import read_logs
+        from seedance.backends.dispatch import read_logs
         from seedance.control.schemas import JobLogs
         from seedance.control.services import jobs
         from seedance.core.lifecycle import JobStatus

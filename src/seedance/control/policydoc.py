@@ -29,28 +29,18 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any
 
-import yaml
-
 from seedance.core.errors import InputError, UnknownNameError
+from seedance.core.yamldoc import compose, reject_aliases
 
 MAX_YAML_BYTES = 32 * 1024
 
 
 def parse_yaml(text: str, *, source: str) -> Any:
-    """Parse one YAML document safely; errors name the line."""
+    """Parse one YAML document safely (size, anchors and aliases refused); errors name the line."""
     if len(text.encode("utf-8")) > MAX_YAML_BYTES:
         raise InputError(f"YAML larger than {MAX_YAML_BYTES} bytes", source=source)
-    try:
-        for ev in yaml.parse(text, Loader=yaml.SafeLoader):
-            if isinstance(ev, yaml.AliasEvent) or getattr(ev, "anchor", None):
-                mark = ev.start_mark
-                raise InputError("YAML anchors and aliases are not accepted", source=source,
-                                 line=mark.line + 1 if mark else None)
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise InputError(f"not valid YAML: {getattr(exc, 'problem', None) or exc}", source=source,
-                         line=mark.line + 1 if mark else None) from None
+    reject_aliases(text, source=source)
+    return compose(text, source=source, what="policy document", allow_empty=True)[1]
 
 
 class PolicyValidator(ABC):

@@ -12,10 +12,10 @@ import threading
 import time
 from collections.abc import Sequence
 
+from seedance.backends.dispatch import Dispatcher, make_dispatcher
 from seedance.control.costing import CostScorer, make_cost_scorer
 from seedance.control.db import migrate
 from seedance.control.db.session import Database
-from seedance.control.dispatch import Dispatcher, make_dispatcher
 from seedance.control.errors import Unauthorized
 from seedance.control.observability import ControlMetrics
 from seedance.control.policydoc import PolicyValidator, default_policy_validator

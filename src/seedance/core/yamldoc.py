@@ -1,4 +1,5 @@
-"""Locating YAML errors: the line of a key path, and pydantic errors turned into ``InputError``."""
+"""The YAML loader with line numbers (the only one): parse, locate a key path's line, refuse
+anchors/aliases, and turn pydantic errors into ``InputError`` with file, line and dotted field."""
 
 from __future__ import annotations
 
@@ -32,7 +33,22 @@ def line_of(node: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
     return line
 
 
-def compose(text: str, *, source: str, what: str) -> tuple[yaml.Node | None, Any]:
+def reject_aliases(text: str, *, source: str) -> None:
+    """``InputError`` (with the line) when ``text`` uses YAML anchors or aliases (a small file could
+    expand into a huge document); bad YAML raises ``InputError`` too."""
+    try:
+        for ev in yaml.parse(text, Loader=yaml.SafeLoader):
+            if isinstance(ev, yaml.AliasEvent) or getattr(ev, "anchor", None):
+                mark = ev.start_mark
+                raise InputError("YAML anchors and aliases are not accepted", source=source,
+                                 line=mark.line + 1 if mark else None)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise InputError(f"not valid YAML: {getattr(exc, 'problem', None) or exc}", source=source,
+                         line=mark.line + 1 if mark else None) from None
+
+
+def compose(text: str, *, source: str, what: str, allow_empty: bool = False) -> tuple[yaml.Node | None, Any]:
     """Parse ``text`` as YAML (node tree and data); bad YAML or an empty file raise ``InputError``."""
     try:
         node = yaml.compose(text)
@@ -41,7 +57,7 @@ def compose(text: str, *, source: str, what: str) -> tuple[yaml.Node | None, Any
         mark = getattr(exc, "problem_mark", None)
         raise InputError(f"not valid YAML: {getattr(exc, 'problem', exc)}", source=source,
                          line=mark.line + 1 if mark else None) from None
-    if data is None:
+    if data is None and not allow_empty:
         raise InputError(f"empty {what}", source=source, line=1)
     return node, data
 

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from seedance.core.errors import InputError
 from seedance.core.registry import Registry
+from seedance.core.yamldoc import compose as _compose
 from seedance.core.yamldoc import line_of as _line_of
 from seedance.costmodel.energy import CarbonAccounting, EnergyModel
 from seedance.costmodel.score import Weights
@@ -281,15 +282,7 @@ def parse_policy(text: str, *, source: str = "policy") -> CostPolicy:
     Raises:
         InputError: not YAML, not a mapping, or a schema violation (with line and dotted field).
     """
-    try:
-        node = yaml.compose(text)
-        data: Any = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise InputError(f"not valid YAML: {getattr(exc, 'problem', exc)}", source=source,
-                         line=mark.line + 1 if mark else None) from None
-    if data is None:
-        raise InputError("empty policy file", source=source, line=1)
+    node, data = _compose(text, source=source, what="policy file")
     if not isinstance(data, dict):
         raise InputError("a policy file is a mapping with apiVersion, kind, metadata and spec", source=source, line=1)
     try:

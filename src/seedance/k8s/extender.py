@@ -361,7 +361,7 @@ class Extender:
                         failed[names[j]] = "Seedance: node not in the extender's cache yet"
                         continue
                     i = int(cand[j])
-                    (failed if adm.resolvable[i] else unresolvable)[names[j]] = f"Seedance: {adm.reason[i]}"
+                    (failed if adm.resolvable[i] else unresolvable)[names[j]] = f"Seedance: {adm.reason(i)}"
             passed = [names[j] for j in passing]
             self._remember_candidates(passed, cand[ok])  # prioritize usually gets exactly these next
         return _filter_result(passed, None if items is None else [items[j] for j in passing], failed, unresolvable)

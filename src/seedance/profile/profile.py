@@ -54,13 +54,19 @@ class Admission:
 
     Attributes:
         ok: Nodes the pod may be bound to now (by the first stage with room).
-        reason: Per node, why it is rejected (``""`` for passing nodes).
+        code: Per node, the index into ``texts`` of why it is rejected (meaningless where ``ok``).
+        texts: The distinct reasons (kube-scheduler groups equal reasons in the pod's events).
         resolvable: Per node, whether waiting can change the answer.
     """
 
     ok: BoolA
-    reason: list[str]
+    code: NDArray[np.intp]
+    texts: list[str]
     resolvable: BoolA
+
+    def reason(self, node: int) -> str:
+        """Why ``node`` is rejected (``""`` when it passes)."""
+        return "" if self.ok[node] else self.texts[int(self.code[node])]
 
 
 class SchedulingProfile:
@@ -213,51 +219,47 @@ class SchedulingProfile:
         held = self.hold(att, r)
         if held is not None:
             n = view.n_nodes
-            return Admission(np.zeros(n, dtype=np.bool_), [held.reason] * n, np.ones(n, dtype=np.bool_))
-        ok, reason, resolvable = self._evaluate(att, r, self.chain(att.tier, "own"))
+            return Admission(np.zeros(n, dtype=np.bool_), np.zeros(n, dtype=np.intp), [held.reason],
+                             np.ones(n, dtype=np.bool_))
+        texts: list[str] = []
+        ok, code, resolvable = self._evaluate(att, r, self.chain(att.tier, "own"), texts)
         only = att.only if att.only is not None else np.ones(view.n_nodes, dtype=np.bool_)
         if (ok & only).any() or not self.tiered(att.tier):
-            return Admission(ok & only, reason, resolvable)
+            return Admission(ok & only, code, texts, resolvable)
         assert self.pools is not None and att.tier is not None
         for req, pool in self.pools.borrow_tries(att, r, self):
-            bok, breason, bres = self._evaluate(att, req, self.chain(att.tier, pool))
+            bok, bcode, bres = self._evaluate(att, req, self.chain(att.tier, pool), texts)
             in_pool = self.pools.pool_mask(view, att.tier, pool)
-            for i in np.flatnonzero(in_pool).tolist():
-                reason[i], resolvable[i] = breason[i], bres[i]
+            code = np.where(in_pool, bcode, code)
+            resolvable = np.where(in_pool, bres, resolvable)
             if (bok & only).any():
-                return Admission(bok & only, reason, resolvable)
-        return Admission(np.zeros(view.n_nodes, dtype=np.bool_), reason, resolvable)
+                return Admission(bok & only, code, texts, resolvable)
+        return Admission(np.zeros(view.n_nodes, dtype=np.bool_), code, texts, resolvable)
 
     @staticmethod
     def _evaluate(
-        att: Attempt, req: ResourceRequest, filters: Sequence[FilterPlugin]
-    ) -> tuple[BoolA, list[str], BoolA]:
+        att: Attempt, req: ResourceRequest, filters: Sequence[FilterPlugin], texts: list[str]
+    ) -> tuple[BoolA, NDArray[np.intp], BoolA]:
+        """Per node: passes all filters?, reason code (into ``texts``, extended here), resolvable?"""
         view = att.view
         n = view.n_nodes
         if n == 0:
-            return np.zeros(0, dtype=np.bool_), [], np.zeros(0, dtype=np.bool_)
+            return np.zeros(0, dtype=np.bool_), np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.bool_)
         masks = np.stack([f.mask(view, req) for f in filters])
         ok = masks.all(axis=0)
         first = np.argmax(~masks, axis=0)
-        texts = [f.reason(req) for f in filters]
-        per_node = node_reason_texts(filters, view, req)
+        base = len(texts)
+        texts.extend(f.reason(req) for f in filters)
+        texts.append(f"node can never fit {describe_request(req)}")
         res = np.array([f.resolvable for f in filters], dtype=np.bool_)[first]
         ever = view.cpu_capacity >= req.cpu_milli
         ever &= view.mem_capacity >= req.memory_mib
         if req.num_gpu:
             ever &= view.gpu_count >= req.num_gpu
-        never_txt = f"node can never fit {describe_request(req)}"
-        reason = [
-            "" if ok[i] else (never_txt if res[i] and not ever[i] else _text(texts, per_node, int(first[i]), i))
-            for i in range(n)
-        ]
-        return ok, reason, ~ok & res & ever
-
-
-def _text(texts: list[str], per_node: list[list[str | None] | None], f: int, node: int) -> str:
-    """Filter ``f``'s reason for ``node``: its own per-node text when it gives one."""
-    own = per_node[f]
-    return (own[node] or texts[f]) if own is not None else texts[f]
+        never = res & ~ever
+        code = np.where(never, base + len(filters), base + first).astype(np.intp)
+        _node_texts(filters, view, req, ~ok & ~never, first, code, texts)
+        return ok, code, ~ok & res & ever
 
 
 def describe_request(req: ResourceRequest) -> str:
@@ -268,3 +270,21 @@ def describe_request(req: ResourceRequest) -> str:
         if req.gpu_types:
             gpu += f" ({'|'.join(req.gpu_types)})"
     return f"{req.cpu_milli}m CPU, {req.memory_mib}Mi memory{gpu}"
+
+
+def _node_texts(
+    filters: Sequence[FilterPlugin], view: ClusterState, req: ResourceRequest, rejected: BoolA,
+    first: NDArray[np.intp], code: NDArray[np.intp], texts: list[str],
+) -> None:
+    """Per-node reasons of attempt-aware stages (trust, grades) in place of their one-line reason."""
+    seen: dict[str, int] = {}
+    for k, own in enumerate(node_reason_texts(filters, view, req)):
+        if own is None:
+            continue
+        for i in np.flatnonzero(rejected & (first == k)).tolist():
+            text = own[i]
+            if text:
+                if text not in seen:
+                    seen[text] = len(texts)
+                    texts.append(text)
+                code[i] = seen[text]

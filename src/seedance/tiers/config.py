@@ -9,13 +9,12 @@ Burstable → silver, BE → bronze); both are configurable from YAML.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from seedance.core.errors import InputError
 from seedance.core.resources import SliceBackend
+from seedance.core.yamldoc import compose, validate
 
 
 class TierSpec(BaseModel):
@@ -162,18 +161,5 @@ def load_tier_config(path: str | Path) -> TierConfig:
         text = Path(path).read_text(encoding="utf-8")
     except OSError:
         raise InputError("cannot read file", source=src) from None
-    try:
-        data: Any = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise InputError(
-            f"not valid YAML: {getattr(exc, 'problem', exc)}",
-            source=src,
-            line=mark.line + 1 if mark else None,
-        ) from None
-    try:
-        return TierConfig.model_validate(data)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(x) for x in err["loc"])
-        raise InputError(err["msg"], source=src, field=loc or None) from None
+    node, data = compose(text, source=src, what="tier configuration", allow_empty=True)
+    return validate(TierConfig, data, node, source=src, schema="tier configuration")  # type: ignore[no-any-return]

@@ -36,10 +36,10 @@ from typing import TYPE_CHECKING, Any, cast
 from sqlalchemy import Table, bindparam, insert, select, update
 from sqlalchemy.orm import Session
 
+from seedance.backends.dispatch import BackendStatus, Dispatcher, DispatchRequest
 from seedance.control.costing import CostInput, CostScorer
 from seedance.control.db.models import ALLOC_MILLI, Cluster, DecisionRecord, EventRecord, Job, Node, utcnow
 from seedance.control.db.session import Database
-from seedance.control.dispatch import BackendStatus, Dispatcher, DispatchRequest
 from seedance.control.observability import ControlMetrics
 from seedance.control.services import clusters as cluster_svc
 from seedance.control.services import policies as policy_svc

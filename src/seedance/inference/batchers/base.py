@@ -201,7 +201,7 @@ class Batcher(ABC):
         return out
 
 
-BATCHERS: Registry[type[Batcher]] = Registry("batcher")
+BATCHERS: Registry[type[Batcher]] = Registry("batcher", plugins="seedance.inference.batchers")
 
 
 def _coerce(name: str, key: str, default: Any, value: Any) -> Any:
@@ -244,8 +244,6 @@ def resolve_options(cls: type[Batcher], given: dict[str, Any] | None) -> dict[st
 
 def make_batcher(name: str, options: dict[str, Any] | None = None) -> Batcher:
     """Build the batcher registered as ``name`` (unknown names list the valid ones)."""
-    import seedance.inference.batchers  # noqa: F401  (registers the built-in batchers)
-
     cls = BATCHERS.get(name)
     return cls(**resolve_options(cls, options))
 

@@ -6,9 +6,9 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Response
 
+from seedance.backends.dispatch import read_logs
 from seedance.control.api.deps import BeforeId, IdPath, Limit, PrincipalDep, ServiceDep
 from seedance.control.api.errors import ERROR_RESPONSES
-from seedance.control.dispatch import read_logs
 from seedance.control.schemas import (
     NAME_PATTERN,
     DecisionList,
