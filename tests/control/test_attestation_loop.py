@@ -182,7 +182,9 @@ def test_without_a_registry_the_service_places_no_sensitive_job(make_service: Sv
     j = submit(svc, gpus=1, labels=SENSITIVE)
     k = submit(svc, gpus=1, labels={LABEL_SENSITIVE: "false"})
     svc.loop.run_once()
-    assert job_row(svc, j).status == "pending" and "AttestedTEE" in job_row(svc, j).status_reason
+    assert job_row(svc, j).status == "pending" and job_row(svc, j).status_reason == (
+        "sensitive job: profile 'default' has no AttestedTEE stage and no attestation registry is configured, "
+        "so no node is eligible")
     assert job_row(svc, k).status == "running"
 
 

@@ -152,3 +152,17 @@ def test_property_extender_no_faulty_attestation_admits_a_sensitive_pod(
     assert out["filter"]["FailedNodes"]["node"].startswith("Seedance: sensitive job: rejected: last token rejected")
     assert out["plain"]["NodeNames"] == ["good", "node"]
     assert out["binds"] == ["good"]
+
+
+def test_without_a_registry_the_extender_admits_no_sensitive_pod_and_explains_others_as_before(
+    nodes: list[dict[str, Any]]
+) -> None:
+    ext = Extender(make_policy("best-fit"))
+    assert "AttestedTEE" not in ext.config.filters and ext.config.adapters[0] == "sensitive-guard"
+    ext.set_nodes(nodes)
+    res = ext.filter(extender_args(_pod("s", sensitive=True), nodes, node_cache_capable=True))
+    assert res["NodeNames"] == [] and set(res["FailedNodes"].values()) == {
+        "Seedance: sensitive job: profile 'default' has no AttestedTEE stage and no attestation registry is "
+        "configured, so no node is eligible"}
+    assert ext.filter(extender_args(_pod("p", sensitive=False), nodes, node_cache_capable=True))["NodeNames"] == [
+        "good", "node"]

@@ -62,8 +62,8 @@ def test_without_a_registry_a_sensitive_job_is_admitted_nowhere() -> None:
     assert d.placement is None and d.reason == "no node fits now (AttestedTEE rejects 1 of 1)"
     assert prof.decide(view, req, 2).placement is not None
     bad = prof.admit(Attempt(view, req, 3))
-    assert not bad.ok.any() and bad.reason == [
-        "trust labels of typo do not parse: field seedance.io/sensitive: must be true or false, got 'yes'"]
+    assert not bad.ok.any() and bad.reason(0) == (
+        "trust labels of typo do not parse: field seedance.io/sensitive: must be true or false, got 'yes'")
 
 
 def _sim(w: World, fmt: str, good: str, fault: str | None) -> ReplaySimulation:

@@ -4,8 +4,8 @@ NOTE(seedance): kube-scheduler asks about one pod at a time; :meth:`ExtenderStag
 gives each pod (by UID) a small integer id and its :class:`~seedance.profile.context.PodInfo`
 (tenant = the ``seedance.io/tenant`` label, else the namespace; the pod's labels; its tier), so
 the profile's ``AttestedTEE`` and ``IsolationGrade`` stages decide exactly as in the simulator and
-the live loop. ``configure`` adds ``AttestedTEE`` to the extender's profile whatever it lists (a
-pod labelled sensitive is never admitted without a verified, fresh attestation), and
+the live loop. ``configure`` runs the profile through ``ensure_trust`` (a pod labelled sensitive is
+never admitted without a verified, fresh attestation, whatever the profile lists), and
 :data:`TRUST_NODE_LABELS` are the node labels the extender must keep in its node cache.
 """
 
@@ -83,10 +83,10 @@ class ExtenderStages:
         return self._services
 
     def configure(self, cfg: ProfileConfig) -> ProfileConfig:
-        """``cfg`` with the ``AttestedTEE`` filter."""
-        if any(f.lower() == "attestedtee" for f in cfg.filters):
-            return cfg
-        return cfg.model_copy(update={"filters": (*cfg.filters, "AttestedTEE")})
+        """``cfg`` as the extender runs it (``ensure_trust``)."""
+        from seedance.trust.profile_stages import ensure_trust
+
+        return ensure_trust(cfg, registry=self.registry is not None)
 
     def attempt_id(self, pod: K8sPod) -> int:
         """The pod id of an attempt for ``pod``."""

@@ -12,6 +12,11 @@ NOTE(seedance): one stage, every driver.
     require a grade (profile section ``isolation``); the adapter keeps only the slice backends
     giving it, the filter only the nodes whose pool offers one of them. A tier requiring
     ``hardware`` is thus never placed on a time-sliced (or MPS) share.
+  * ``sensitive-guard`` (a ``Hold`` adapter): keeps every sensitive pod pending, with the reason.
+    The live loop and the extender run every profile through :func:`ensure_trust`: a profile that
+    lists ``AttestedTEE`` is used as it is; otherwise, when the driver has an attestation registry,
+    ``AttestedTEE`` is added, and when it has none, ``sensitive-guard`` (so a profile without the
+    stage never places a sensitive pod, and explanations of other pods are unchanged).
   The simulator, the live loop and the extender build these through ``build_profile`` with their
   ``StageServices`` (pod directory, registry, clock); ``seedance.profile.builtin`` registers them.
 """
@@ -24,10 +29,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from seedance.core.cluster import ClusterState
+from seedance.core.decision import Decision, Outcome
 from seedance.core.errors import InputError
 from seedance.core.resources import ResourceRequest
 from seedance.profile.build import BuildContext
-from seedance.profile.context import AttemptFilter, StageServices
+from seedance.profile.config import ProfileConfig
+from seedance.profile.context import AttemptFilter, Hold, StageServices
 from seedance.profile.stages import ADAPTERS, FILTERS, Attempt, RequestAdapter
 from seedance.trust.grades import Grade, GradePolicy, IsolationGradeFilter, adapt_request
 from seedance.trust.registry import AttestationRegistry
@@ -157,6 +164,41 @@ class IsolationGradeRequest(RequestAdapter):
         return req if g is Grade.NONE else adapt_request(req, g, mps_limited=self.mps_limited)
 
 
+class SensitiveGuard(Hold):
+    """Adapter ``sensitive-guard``: a sensitive pod (or one whose trust labels do not parse) stays pending."""
+
+    name: ClassVar[str] = "sensitive-guard"
+
+    def __init__(self, services: StageServices, profile: str) -> None:
+        self.services = services
+        self.profile = profile
+
+    def hold(self, att: Attempt, req: ResourceRequest) -> Decision | None:
+        info = self.services.info(att)
+        if info is None:
+            return None
+        try:
+            sensitive = TrustRequirement.from_labels(info.tenant, info.labels).sensitive
+        except InputError:
+            sensitive = True
+        if not sensitive:
+            return None
+        return Decision(att.pod, Outcome.PENDING, reason=(
+            f"sensitive job: profile {self.profile!r} has no AttestedTEE stage and no attestation registry is "
+            "configured, so no node is eligible"), explanation={"held_by": self.name})
+
+
+def ensure_trust(cfg: ProfileConfig, *, registry: bool) -> ProfileConfig:
+    """``cfg`` as a live driver runs it (see the module docstring)."""
+    if any(f.lower() == "attestedtee" for f in cfg.filters):
+        return cfg
+    if registry:
+        return cfg.model_copy(update={"filters": (*cfg.filters, "AttestedTEE")})
+    if any(a.lower() == "sensitive-guard" for a in cfg.adapters):
+        return cfg
+    return cfg.model_copy(update={"adapters": ("sensitive-guard", *cfg.adapters)})
+
+
 def _attested(b: BuildContext) -> AttestedTee:
     return AttestedTee(b.services)
 
@@ -172,3 +214,4 @@ def _isolation_request(b: BuildContext) -> IsolationGradeRequest:
 FILTERS.add("AttestedTEE", _attested)
 FILTERS.add("IsolationGrade", _isolation)
 ADAPTERS.add("isolation-grade", _isolation_request)
+ADAPTERS.add("sensitive-guard", lambda b: SensitiveGuard(b.services, b.config.name))

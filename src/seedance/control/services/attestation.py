@@ -1,9 +1,10 @@
 """The live loop's trust and deferral wiring: pod directory per cycle, the attestation sweep, profile stages.
 
 NOTE(seedance): what the loop gets from :class:`LiveStages` (its hooks are one line each).
-  * ``configure(cfg)``: every live profile carries the ``AttestedTEE`` filter (a job labelled
-    ``seedance.io/sensitive=true`` is never placed without a verified, fresh attestation, whatever
-    the stored profile lists), and the ``deferral`` adapter when a live deferral is configured.
+  * ``configure(cfg)``: a job labelled ``seedance.io/sensitive=true`` is never placed without a
+    verified, fresh attestation, whatever the stored profile lists (``ensure_trust``: ``AttestedTEE``
+    added when a registry is configured, else the ``sensitive-guard`` hold), and the ``deferral``
+    adapter is added when a live deferral is configured.
   * ``services``: the :class:`~seedance.profile.context.StageServices` the profile is built with
     (the pod directory filled by ``load``, the registry, the deferral, the clock).
   * ``load(session, cluster, pending)``: one query per cycle for the pending jobs' tenant, labels,
@@ -34,6 +35,7 @@ from seedance.control.services import clusters as cluster_svc
 from seedance.core.lifecycle import JobStatus
 from seedance.profile.config import ProfileConfig
 from seedance.profile.context import MappingPods, PodInfo, StageServices
+from seedance.trust.profile_stages import ensure_trust
 from seedance.trust.registry import RunningJob, TrustAlert
 from seedance.trust.stages import LABEL_SENSITIVE
 
@@ -80,13 +82,11 @@ class LiveStages:
         return self._services
 
     def configure(self, cfg: ProfileConfig) -> ProfileConfig:
-        """``cfg`` with the trust filter (always) and the deferral adapter (when configured)."""
-        update: dict[str, Any] = {}
-        if not any(f.lower() == "attestedtee" for f in cfg.filters):
-            update["filters"] = (*cfg.filters, "AttestedTEE")
+        """``cfg`` with the trust stage (``ensure_trust``) and the deferral adapter (when configured)."""
+        cfg = ensure_trust(cfg, registry=self.registry is not None)
         if self.deferral is not None and not any(a.lower() == "deferral" for a in cfg.adapters):
-            update["adapters"] = ("deferral", *cfg.adapters)
-        return cfg.model_copy(update=update) if update else cfg
+            cfg = cfg.model_copy(update={"adapters": ("deferral", *cfg.adapters)})
+        return cfg
 
     # ------------------------------------------------------------------ pod directory
     def load(self, s: Session, cluster_id: int, pending: Sequence[int]) -> None:
