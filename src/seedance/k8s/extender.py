@@ -422,7 +422,7 @@ class Extender:
                     self.forget_pod(uid)
                     state = self._ensure_state()
                 profile = self.profile
-                epoch, d = self._scored.get(uid, (-1, None))  # type: ignore[assignment]
+                epoch, d = self._scored.get(uid, (-1, None))
                 if d is None or epoch != self._epoch:
                     d = profile.decide_scored(self._attempt(state, info, self._seen.get(uid))).decision
                 if d.placement is None or d.placement.node != idx:

@@ -6,8 +6,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from seedance.core.cluster import ClusterState
+<<<<<<< HEAD
 from seedance.profile.config import ProfileConfig
 from seedance.profile.context import StageServices
+=======
+from seedance.profile.config import ProfileConfig, SlicesConfig, TiersConfig
+>>>>>>> issue-12
 from seedance.profile.profile import SchedulingProfile
 from seedance.profile.stages import ADAPTERS, BIND_HOOKS, FALLBACKS, FILTERS
 from seedance.scheduling.framework import FilterPlugin, PlacementPolicy, PolicyContext, make_policy
@@ -81,7 +85,7 @@ def slice_profile(policy: PlacementPolicy, ledger: MigLedger, *, explain: bool =
     """A profile of ``policy`` over an existing MIG ledger (the slicing API's ``SliceScheduler``)."""
     from seedance.profile.slices import MigInstances
 
-    b = BuildContext(ProfileConfig(slices={"mode": "mig"}), ledger.state, DEFAULT_TIER_CONFIG, ledger)
+    b = BuildContext(ProfileConfig(slices=SlicesConfig(mode="mig")), ledger.state, DEFAULT_TIER_CONFIG, ledger)
     filters = [FILTERS.get(n)(b) for n in b.config.filters]
     return SchedulingProfile(
         MigAwarePolicy(policy, ledger), filters, hooks=[MigInstances(ledger)], explain=explain, name="mig"
@@ -95,7 +99,7 @@ def tier_profile(
     """A profile of ``policy`` with the tier stages (the tiers API's ``TieredScheduler``)."""
     from seedance.profile.tiers import TierPools
 
-    cfg = ProfileConfig(tiers={"enabled": True, "fallbacks": fallbacks}, filters=(*ProfileConfig().filters,))
+    cfg = ProfileConfig(tiers=TiersConfig(enabled=True, fallbacks=fallbacks))
     b = BuildContext(cfg, None, tier_config, None)
     filters = [FILTERS.get(n)(b) for n in cfg.filters]
     adapters = [a for a in (ADAPTERS.get(n)(b) for n in cfg.adapters) if a is not None]

@@ -105,6 +105,9 @@ class SchedulingProfile:
         self.name = name
         self._plain = Scheduler(policy, self.filters, explain=explain)
         self._chains: dict[tuple[str, str], Scheduler] = {}
+        # no adapter and no bind hook: a pod outside the tier stages is exactly the framework's decision
+        self._direct = not self.adapters and not self.hooks and not any(
+            isinstance(f, AttemptFilter) for f in self.filters)  # attempt-aware stages need the attempt
 
     # ------------------------------------------------------------------ stage access
     def chain(self, tier: str | None, pool: str = "own") -> tuple[FilterPlugin, ...]:
@@ -168,6 +171,8 @@ class SchedulingProfile:
         running: RunningPods | None = None, now: float = 0.0, borrow: bool = True, only: BoolA | None = None,
     ) -> Decision:
         """Decide where ``req`` goes now, or why it waits (see the module docstring)."""
+        if self._direct and only is None and (tier is None or self.pools is None or not self.pools.has(tier)):
+            return self._plain.decide(view, req, pod)  # the hot path of the simulators: no stage to run
         return self.decide_scored(
             Attempt(view, req, pod, tier, running, now, borrow, only)
         ).decision
@@ -200,6 +205,8 @@ class SchedulingProfile:
         if decision.placement is None:
             return
         view.apply(decision.placement)
+        if not self.hooks:
+            return
         for h in self.hooks:
             h.apply(view, decision)
 
@@ -246,7 +253,7 @@ class SchedulingProfile:
         if n == 0:
             return np.zeros(0, dtype=np.bool_), np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.bool_)
         masks = np.stack([f.mask(view, req) for f in filters])
-        ok = masks.all(axis=0)
+        ok: BoolA = np.asarray(masks.all(axis=0), dtype=np.bool_)
         first = np.argmax(~masks, axis=0)
         base = len(texts)
         texts.extend(f.reason(req) for f in filters)
@@ -259,7 +266,8 @@ class SchedulingProfile:
         never = res & ~ever
         code = np.where(never, base + len(filters), base + first).astype(np.intp)
         _node_texts(filters, view, req, ~ok & ~never, first, code, texts)
-        return ok, code, ~ok & res & ever
+        waiting: BoolA = ~ok & res & ever
+        return ok, code, waiting
 
 
 def describe_request(req: ResourceRequest) -> str:
