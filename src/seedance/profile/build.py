@@ -6,12 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from seedance.core.cluster import ClusterState
-<<<<<<< HEAD
-from seedance.profile.config import ProfileConfig
-from seedance.profile.context import StageServices
-=======
 from seedance.profile.config import ProfileConfig, SlicesConfig, TiersConfig
->>>>>>> issue-12
+from seedance.profile.context import StageServices
 from seedance.profile.profile import SchedulingProfile
 from seedance.profile.stages import ADAPTERS, BIND_HOOKS, FALLBACKS, FILTERS
 from seedance.scheduling.framework import FilterPlugin, PlacementPolicy, PolicyContext, make_policy
