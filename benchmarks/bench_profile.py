@@ -1,8 +1,9 @@
 """Driver speed before/after a change of the scheduling code path: two source trees, one run.
 
 Each driver runs in a fresh subprocess per tree, alternating baseline and candidate, ``--repeat``
-times; only the timed part (after loading the trace) is measured. Prints medians and the ratio
-candidate / baseline per driver (the machine is noisy: compare ratios from the same run only).
+times; only the timed part (after loading the trace) is measured, as CPU time of the process
+(``time.process_time``: less sensitive than wall time to other load on a shared machine). Prints
+medians and the ratio candidate / baseline per driver (compare ratios from the same run only).
 
     .venv/bin/python benchmarks/bench_profile.py --baseline-src ../main/src [--repeat 3]
 
@@ -31,27 +32,27 @@ spec, trace = load_nodes(data_file(DEFAULT_NODES)), load_pods(data_file(DEFAULT_
 DRIVERS: dict[str, str] = {
     "inflation best-fit": _LOAD + """
 from seedance.sim.inflation import run_inflation
-t0 = time.perf_counter(); run_inflation(spec, trace, "best-fit", 42); print(time.perf_counter() - t0)
+t0 = time.process_time(); run_inflation(spec, trace, "best-fit", 42); print(time.process_time() - t0)
 """,
     "inflation fgd": _LOAD + """
 from seedance.sim.inflation import run_inflation
-t0 = time.perf_counter(); run_inflation(spec, trace, "fgd", 42); print(time.perf_counter() - t0)
+t0 = time.process_time(); run_inflation(spec, trace, "fgd", 42); print(time.process_time() - t0)
 """,
     "replay best-fit": _LOAD + """
 from seedance.sim.replay import run_replay
-t0 = time.perf_counter(); run_replay(spec, trace, "best-fit", capacity_scale=0.1); print(time.perf_counter() - t0)
+t0 = time.process_time(); run_replay(spec, trace, "best-fit", capacity_scale=0.1); print(time.process_time() - t0)
 """,
     "tiered replay": _LOAD + """
 from seedance.sim.ab import prepare_cluster
 from seedance.sim.tiered import TieredReplay
 cluster, _ = prepare_cluster(spec, trace, capacity_scale=0.004, seed=0)
-t0 = time.perf_counter(); TieredReplay(cluster, trace).run(); print(time.perf_counter() - t0)
+t0 = time.process_time(); TieredReplay(cluster, trace).run(); print(time.process_time() - t0)
 """,
     "mig inflation": _LOAD + """
 from seedance.slicing.sim import run_sliced_inflation
-t0 = time.perf_counter()
+t0 = time.process_time()
 run_sliced_inflation(spec, trace, "best-fit", 42, slices="mig")
-print(time.perf_counter() - t0)
+print(time.process_time() - t0)
 """,
     "extender": """
 import random, time
@@ -80,7 +81,7 @@ def pod(j):
 ext = Extender(make_policy("best-fit"), binder=B())
 ext.set_nodes([node(i) for i in range(200)])
 names = [f"n{i}" for i in range(200)]
-t0 = time.perf_counter()
+t0 = time.process_time()
 for j in range(300):
     p = pod(j)
     ok = ext.filter({"Pod": p, "NodeNames": names})["NodeNames"]
@@ -88,7 +89,7 @@ for j in range(300):
     if ok:
         best = max(pr, key=lambda h: h["Score"])["Host"]
         ext.bind({"PodName": f"p{j}", "PodNamespace": "d", "PodUID": f"u{j}", "Node": best})
-print(time.perf_counter() - t0)
+print(time.process_time() - t0)
 """,
     "live loop": """
 import tempfile, time, os
@@ -110,7 +111,7 @@ with svc.db.write() as s:
     for j in range(400):
         jobs.submit_job(session=s, principal=me, data=JobCreate(gpus=[0.25, 0.5, 1.0, 2.0][j % 4], tier="bronze"),
                         scorer=svc.scorer, directory=svc.directory)
-t0 = time.perf_counter(); svc.loop.run_once(); print(time.perf_counter() - t0)
+t0 = time.process_time(); svc.loop.run_once(); print(time.process_time() - t0)
 svc.close()
 """,
 }
@@ -131,7 +132,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--drivers", default=",".join(DRIVERS))
     args = ap.parse_args()
-    print(f"{'driver':<20} {'baseline s':>11} {'candidate s':>12} {'ratio':>7}")
+    print(f"{'driver':<20} {'baseline CPU s':>15} {'candidate CPU s':>16} {'ratio':>7}")
     for name in args.drivers.split(","):
         code = DRIVERS[name]
         base: list[float] = []
@@ -140,7 +141,7 @@ def main() -> None:
             base.append(run(args.baseline_src, code))
             cand.append(run(args.candidate_src, code))
         mb, mc = statistics.median(base), statistics.median(cand)
-        print(f"{name:<20} {mb:>11.3f} {mc:>12.3f} {mc / mb:>7.3f}", flush=True)
+        print(f"{name:<20} {mb:>15.3f} {mc:>16.3f} {mc / mb:>7.3f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -107,7 +107,7 @@ class GpuModelMatch(FilterPlugin):
     resolvable = False
 
     def reason(self, req: ResourceRequest) -> str:
-        return f"GPU model not in {', '.join(req.gpu_types)}"
+        return f"GPU model not in {', '.join(req.gpu_types)}" if req.gpu_types else "node has no GPU"
 
     def mask(self, view: ClusterState, req: ResourceRequest) -> BoolA:
         if req.num_gpu == 0:
