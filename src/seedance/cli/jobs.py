@@ -234,7 +234,9 @@ def register(app: typer.Typer) -> None:
             rows = {"summary": out["summary"], "decisions": out["decisions"], "policy": ex.get("policy", "-"),
                     "feasible nodes": ex.get("feasible_nodes", "-"), "rejected by filter": ex.get("rejected_by", {}),
                     "top nodes": ex.get("top", []), "cost_score": out["job"]["cost_score"],
-                    "cost basis": out["job"]["cost_basis"]}
+                    "cost basis": out["job"]["cost_basis"], "isolation": out["job"].get("isolation") or "-"}
+            if ex.get("deferral"):
+                rows["deferral"] = ex["deferral"]
             return _kv_table(f"job {out['job']['name']}: {out['job']['status']}", rows)
 
         _emit(out, output, table)

@@ -323,6 +323,20 @@ class JobCreate(_In):
         return round(self.gpus * MILLI_PER_GPU) if self.gpus < 1 else MILLI_PER_GPU
 
 
+class IsolationRead(BaseModel):
+    """Read-only: the isolation grade a bound or running job's placement gives (weakest over its GPUs)."""
+
+    grade: Literal["hardware", "driver", "runtime", "none"] = Field(
+        description="hardware (MIG, or a GPU no other tenant shares), driver (limited MPS, compute instances), "
+                    "runtime (time slicing), none.")
+    slice_grade: Literal["hardware", "driver", "runtime", "none"] = Field(
+        description="What the slice itself gives, whoever shares the GPU.")
+    backend: str = Field(description="How the GPU is given: whole, mig, mps or time-slicing.")
+    gpu: int = Field(description="GPU index on the node that sets the grade.")
+    weakest_with: str | None = Field(description="The other tenant's job that sets the grade (null: none).")
+    reason: str = Field(description="Why, in words.")
+
+
 class JobRead(BaseModel):
     """A job and where it stands."""
 
@@ -358,6 +372,8 @@ class JobRead(BaseModel):
     bound_at: dt.datetime | None
     started_at: dt.datetime | None
     finished_at: dt.datetime | None
+    isolation: IsolationRead | None = Field(
+        default=None, description="Read-only: isolation grade of a bound or running job (null otherwise).")
 
 
 class JobList(BaseModel):

@@ -21,6 +21,7 @@ from seedance.control.observability import ControlMetrics
 from seedance.control.policydoc import PolicyValidator, default_policy_validator
 from seedance.control.security import Principal, hash_token
 from seedance.control.services import tokens
+from seedance.control.services.attestation import LiveStages
 from seedance.control.services.jobs import ClusterDirectory
 from seedance.control.services.scheduling import FilterProvider, SchedulingLoop
 from seedance.control.settings import ControlSettings
@@ -38,11 +39,14 @@ class ControlService:
         cost_scorer: Name of the ``COST_SCORERS`` entry computing ``cost_score`` (default: the settings').
         dispatcher: A dispatcher instance (default: the one named by ``settings.dispatcher``).
         run_migrations: Bring the store to the newest schema first.
+        stages: Trust and deferral wiring of the loop (default: no attestation registry, so no node
+            is eligible for a sensitive job; no deferral).
     """
 
     def __init__(
         self, settings: ControlSettings, *, filters: Sequence[FilterPlugin] | FilterProvider = (),
         cost_scorer: str | None = None, dispatcher: Dispatcher | None = None, run_migrations: bool = True,
+        stages: LiveStages | None = None,
     ) -> None:
         self.settings = settings
         self.db = Database(settings.database_url, pool_size=settings.db_pool_size)
@@ -58,7 +62,7 @@ class ControlService:
             self.db, scorer=self.scorer, dispatcher=self.dispatcher, filters=filters, metrics=self.metrics,
             default_placement=settings.default_placement, default_queue=settings.default_queue_order,
             batch=settings.scheduler_batch, explain=settings.explain, interval_s=settings.scheduler_interval_s,
-            tier_pools=settings.tier_pools,
+            tier_pools=settings.tier_pools, stages=stages if stages is not None else LiveStages(),
         )
         self._auth_cache: dict[str, tuple[Principal, float]] = {}
         self._auth_lock = threading.Lock()

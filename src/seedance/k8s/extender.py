@@ -50,6 +50,7 @@ from seedance.core.errors import InputError, SeedanceError
 from seedance.core.resources import ResourceRequest
 from seedance.k8s import keys
 from seedance.k8s.objects import Doc, PodInfo, node_spec, node_unschedulable, pod_info
+from seedance.k8s.trust import TRUST_NODE_LABELS, ExtenderStages
 from seedance.profile import Attempt, ProfileConfig, SchedulingProfile, build_profile, profile_of_policy
 from seedance.profile.config import TiersConfig
 from seedance.scheduling.framework import FilterPlugin, PlacementPolicy
@@ -105,6 +106,8 @@ class Extender:
         pending_capacity: How many filtered-but-unbound pods to remember for ``bind``.
         profile: The scheduling profile (default: ``policy`` with the tier stages and borrowing, as
             the live loop's tier pools).
+        stages: Trust wiring (``seedance.k8s.trust.ExtenderStages``: attestation registry, clock);
+            default: no registry, so no node is eligible for a pod labelled sensitive.
     """
 
     def __init__(
@@ -119,6 +122,7 @@ class Extender:
         gpu_resource: str = keys.GPU_RESOURCE,
         pending_capacity: int = 4096,
         profile: ProfileConfig | None = None,
+        stages: ExtenderStages | None = None,
     ) -> None:
         self.policy = policy
         self.tier_config = tier_config
@@ -142,10 +146,11 @@ class Extender:
         self._scored: dict[str, tuple[int, Decision]] = {}  # prioritize's decision per pod, with the epoch
         self._epoch = 0  # bumped by every change of the state (a decision made before is then stale)
         self.unaccounted = 0
-        self.config = profile or default_extender_profile(policy.name)
+        self.stages = stages or ExtenderStages()
+        self.config = self.stages.configure(profile or default_extender_profile(policy.name))
         self._profile: SchedulingProfile | None = None
         self._label_keys = frozenset(
-            {keys.NODE_LABEL_GPU_MODEL, keys.NODE_LABEL_GPU_PRODUCT, LABEL_MODE}
+            {keys.NODE_LABEL_GPU_MODEL, keys.NODE_LABEL_GPU_PRODUCT, LABEL_MODE, *TRUST_NODE_LABELS}
             | {k for t in tier_config.tiers.values() for k in (*t.node_labels, *t.borrow_labels)}
         )
 
@@ -238,7 +243,7 @@ class Extender:
                 state.set_schedulable(self._index[name], False)
             self._state = state
             self._profile = build_profile(self.config, state, policy=self.policy, tier_config=self.tier_config,
-                                          extra_filters=self.filters)
+                                          extra_filters=self.filters, services=self.stages.services)
             self._epoch += 1
             self.unaccounted = 0
             for rec in self._pods.values():
@@ -514,7 +519,7 @@ class Extender:
             self._cand_cache.popitem(last=False)
 
     def _attempt(self, state: ClusterState, info: PodInfo, only: BoolA | None) -> Attempt:
-        return Attempt(state, info.request, -1, info.tier, None, 0.0, info.borrow, only)
+        return Attempt(state, info.request, self.stages.attempt_id(info), info.tier, None, 0.0, info.borrow, only)
 
     @staticmethod
     def _only(state: ClusterState, cand: NDArray[np.intp]) -> BoolA | None:

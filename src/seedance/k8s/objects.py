@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from seedance.core.catalog import CATALOG, GpuCatalog
@@ -125,6 +125,7 @@ class PodInfo:
         borrow: Whether the pod may use its tier's borrow labels.
         gpu_hint: GPU indices already chosen (``seedance.ai/gpu-index``), if any.
         node: ``spec.nodeName`` (empty when not bound).
+        labels: ``metadata.labels`` (the trust stages read ``seedance.io/sensitive``).
     """
 
     uid: str
@@ -135,6 +136,7 @@ class PodInfo:
     borrow: bool = False
     gpu_hint: tuple[int, ...] | None = None
     node: str = ""
+    labels: Mapping[str, str] = field(default_factory=dict)
 
 
 def _container_amounts(c: Doc, gpu_resource: str, where: str) -> tuple[int, int, int]:
@@ -267,4 +269,5 @@ def _pod_info(
         borrow=ann.get(keys.ANN_BORROW, "").lower() == "true",
         gpu_hint=hint,
         node=str(spec.get("nodeName") or ""),
+        labels={str(k): str(v) for k, v in (meta.get("labels") or {}).items()},
     )

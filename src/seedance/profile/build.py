@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from seedance.core.cluster import ClusterState
 from seedance.profile.config import ProfileConfig, SlicesConfig, TiersConfig
+from seedance.profile.context import StageServices
 from seedance.profile.profile import SchedulingProfile
 from seedance.profile.stages import ADAPTERS, BIND_HOOKS, FALLBACKS, FILTERS
 from seedance.scheduling.framework import FilterPlugin, PlacementPolicy, PolicyContext, make_policy
@@ -26,6 +27,7 @@ class BuildContext:
     state: ClusterState | None
     tier_config: TierConfig | None
     ledger: MigLedger | None
+    services: StageServices = field(default_factory=StageServices)
 
     def tiers(self) -> TierConfig:
         """The tiers: the given ones, else ``config.tiers.file``, else the built-in Gold/Silver/Bronze."""
@@ -46,6 +48,7 @@ def build_profile(
     tier_config: TierConfig | None = None,
     explain: bool | None = None,
     extra_filters: Sequence[FilterPlugin] = (),
+    services: StageServices | None = None,
 ) -> SchedulingProfile:
     """The profile of ``config`` over ``state`` (a MIG ledger is built on ``state`` when slices are MIG).
 
@@ -59,15 +62,17 @@ def build_profile(
         tier_config: The tiers (default: ``config.tiers.file``, else the built-in tiers).
         explain: Override ``config.explain``.
         extra_filters: Filter plug-ins run after the named ones (a driver's own, e.g. tests).
+        services: What the driver lends the stages (pod directory, attestation registry, deferral, clock).
     """
     ledger = None
     if config.slices.mode == "mig":
         from seedance.slicing.placement import MigLedger
 
         ledger = MigLedger(state, dict(config.slices.mig_map), native=config.slices.native)
-    b = BuildContext(config, state, tier_config, ledger)
+    svc = services or StageServices()
+    b = BuildContext(config, state, tier_config, ledger, svc)
     if config.tiers.enabled:
-        b = BuildContext(config, state, b.tiers(), ledger)
+        b = BuildContext(config, state, b.tiers(), ledger, svc)
     base = policy or make_policy(
         config.placement.policy, PolicyContext(seed=seed, task_types=task_types, options=dict(config.placement.options))
     )

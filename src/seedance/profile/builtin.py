@@ -66,3 +66,7 @@ ADAPTERS.add("tier-request", _tier_request)
 FALLBACKS.add("borrow", _borrow)
 FALLBACKS.add("preempt", _preempt)
 BIND_HOOKS.add("mig-ledger", _mig_ledger)
+
+# stages of other domains register themselves on import (trust, cost-aware deferral)
+import seedance.costmodel.deferral_stage  # noqa: E402, F401
+import seedance.trust.profile_stages  # noqa: E402, F401

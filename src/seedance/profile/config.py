@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from seedance.core.errors import InputError, UnknownNameError
+from seedance.trust.config import IsolationConfig
 
 if TYPE_CHECKING:
     import yaml
@@ -74,6 +75,9 @@ class ProfileConfig(_Strict):
     tiers: TiersConfig = Field(default_factory=TiersConfig)
     slices: SlicesConfig = Field(default_factory=SlicesConfig)
     bind_hooks: tuple[str, ...] = Field(default=("mig-ledger",), description="Bind hooks, in order.")
+    isolation: IsolationConfig = Field(
+        default_factory=IsolationConfig, description="Isolation grades tiers/tenants require (`IsolationGrade`)."
+    )
     explain: bool = Field(default=False, description="Per-filter counts and runner-up nodes in every decision.")
 
 

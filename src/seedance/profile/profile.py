@@ -28,6 +28,7 @@ from numpy.typing import NDArray
 from seedance.core.cluster import ClusterState
 from seedance.core.decision import Decision
 from seedance.core.resources import ResourceRequest
+from seedance.profile.context import AttemptFilter, Hold, node_reason_texts
 from seedance.profile.stages import Attempt, BindHook, Fallback, NodeSubset, RequestAdapter
 from seedance.scheduling.framework import FilterPlugin, Nodes, PlacementPolicy, Scheduler, Scores
 
@@ -105,7 +106,8 @@ class SchedulingProfile:
         self._plain = Scheduler(policy, self.filters, explain=explain)
         self._chains: dict[tuple[str, str], Scheduler] = {}
         # no adapter and no bind hook: a pod outside the tier stages is exactly the framework's decision
-        self._direct = not self.adapters and not self.hooks
+        self._direct = not self.adapters and not self.hooks and not any(
+            isinstance(f, AttemptFilter) for f in self.filters)  # attempt-aware stages need the attempt
 
     # ------------------------------------------------------------------ stage access
     def chain(self, tier: str | None, pool: str = "own") -> tuple[FilterPlugin, ...]:
@@ -139,7 +141,19 @@ class SchedulingProfile:
         r = att.req
         for a in self.adapters:
             r = a.adapt(att, r)
+        for f in self.filters:  # attempt-aware stages (trust, grades) read the pod's context
+            if isinstance(f, AttemptFilter):
+                f.begin(att, r)
         return r
+
+    def hold(self, att: Attempt, req: ResourceRequest) -> Decision | None:
+        """The first :class:`Hold` adapter's pending decision (e.g. deferral), or ``None``."""
+        for a in self.adapters:
+            if isinstance(a, Hold):
+                d = a.hold(att, req)
+                if d is not None:
+                    return d
+        return None
 
     def place(self, att: Attempt, req: ResourceRequest, pool: str = "own") -> Scored:
         """Filter → score → select → annotate on one stage's nodes (no fallbacks)."""
@@ -166,6 +180,9 @@ class SchedulingProfile:
     def decide_scored(self, att: Attempt) -> Scored:
         """:meth:`decide` for an :class:`Attempt`, with the winning stage's scores."""
         r = self.adapt(att)
+        held = self.hold(att, r)
+        if held is not None:
+            return Scored(held, np.flatnonzero(np.zeros(0, dtype=np.bool_)), None)
         if not self.tiered(att.tier):
             return self.place(att, r)
         pools = self.pools
@@ -206,6 +223,11 @@ class SchedulingProfile:
         """Nodes of the first stage with room for the pod, and each other node's reason."""
         view = att.view
         r = self.adapt(att)
+        held = self.hold(att, r)
+        if held is not None:
+            n = view.n_nodes
+            return Admission(np.zeros(n, dtype=np.bool_), np.zeros(n, dtype=np.intp), [held.reason],
+                             np.ones(n, dtype=np.bool_))
         texts: list[str] = []
         ok, code, resolvable = self._evaluate(att, r, self.chain(att.tier, "own"), texts)
         only = att.only if att.only is not None else np.ones(view.n_nodes, dtype=np.bool_)
@@ -243,6 +265,7 @@ class SchedulingProfile:
             ever &= view.gpu_count >= req.num_gpu
         never = res & ~ever
         code = np.where(never, base + len(filters), base + first).astype(np.intp)
+        _node_texts(filters, view, req, ~ok & ~never, first, code, texts)
         waiting: BoolA = ~ok & res & ever
         return ok, code, waiting
 
@@ -255,3 +278,21 @@ def describe_request(req: ResourceRequest) -> str:
         if req.gpu_types:
             gpu += f" ({'|'.join(req.gpu_types)})"
     return f"{req.cpu_milli}m CPU, {req.memory_mib}Mi memory{gpu}"
+
+
+def _node_texts(
+    filters: Sequence[FilterPlugin], view: ClusterState, req: ResourceRequest, rejected: BoolA,
+    first: NDArray[np.intp], code: NDArray[np.intp], texts: list[str],
+) -> None:
+    """Per-node reasons of attempt-aware stages (trust, grades) in place of their one-line reason."""
+    seen: dict[str, int] = {}
+    for k, own in enumerate(node_reason_texts(filters, view, req)):
+        if own is None:
+            continue
+        for i in np.flatnonzero(rejected & (first == k)).tolist():
+            text = own[i]
+            if text:
+                if text not in seen:
+                    seen[text] = len(texts)
+                    texts.append(text)
+                code[i] = seen[text]

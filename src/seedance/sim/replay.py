@@ -31,6 +31,7 @@ from seedance.core.decision import Decision, Placement
 from seedance.core.errors import InputError
 from seedance.core.resources import ResourceRequest
 from seedance.profile import ProfileConfig, build_profile, profile_of_policy
+from seedance.profile.context import StageServices
 from seedance.scheduling.queueing import QUEUE_ORDERS, QueueItem
 from seedance.scheduling.tasktypes import TaskTypes
 from seedance.sim.engine import EventLoop
@@ -146,6 +147,7 @@ class ReplaySimulation:
         profile: The scheduling profile (default: ``policy`` with the default stages).
         end: ``"fixed"`` (leave at deletion time) or ``"shifted"`` (run the full duration).
         task_types: Target workload for FGD (default: the trace's typical pods).
+        services: What the stages may know beyond the trace (pod directory, attestation registry, clock).
     """
 
     def __init__(
@@ -159,6 +161,7 @@ class ReplaySimulation:
         profile: ProfileConfig | None = None,
         end: str = "fixed",
         task_types: TaskTypes | None = None,
+        services: StageServices | None = None,
     ) -> None:
         if not trace.has_times:
             raise InputError(
@@ -171,7 +174,7 @@ class ReplaySimulation:
         self.state = ClusterState(spec)
         types = task_types or TaskTypes.from_trace(trace)
         cfg = profile or profile_of_policy(policy)
-        self.profile = build_profile(cfg, self.state, seed=seed, task_types=types)
+        self.profile = build_profile(cfg, self.state, seed=seed, task_types=types, services=services)
         self.order = QUEUE_ORDERS.get(queue_order or cfg.queue)()
         self._decisions: dict[int, Decision] = {}
         self.policy_name = cfg.placement.policy
@@ -221,7 +224,7 @@ class ReplaySimulation:
 
     # -------------------------------------------------------------- scheduling
     def _try(self, t: float, pod: int) -> bool:
-        d = self.profile.decide(self.state, self.request(pod), pod)
+        d = self.profile.decide(self.state, self.request(pod), pod, now=t)
         if d.placement is None:
             self.records[pod].reason = d.reason
             return False

@@ -27,6 +27,7 @@ from seedance.control.errors import Conflict, NotFound
 from seedance.control.schemas import DecisionRead, Explanation, JobCreate, JobKind, JobRead, Role
 from seedance.control.security import Principal
 from seedance.control.services import clusters, events, tenants
+from seedance.control.services.grades import isolation_of
 from seedance.core.lifecycle import JOB_TRANSITIONS, TERMINAL_JOB_STATUSES, JobStatus, transition
 from seedance.core.resources import MILLI_PER_GPU
 
@@ -276,7 +277,7 @@ def cluster_names(*, session: Session) -> Mapping[int, str]:
 
 
 def to_read(job: Job, cluster_name: str) -> JobRead:
-    """The API view of a job."""
+    """The API view of a job (with the isolation grade of a bound or running one)."""
     return JobRead(
         id=job.id, tenant_id=job.tenant_id, name=job.name, kind=JobKind(job.kind), cluster=cluster_name,
         tier=job.tier, priority=job.priority, gpus=_gpus(job.num_gpu, job.gpu_milli), num_gpu=job.num_gpu,
@@ -287,7 +288,7 @@ def to_read(job: Job, cluster_name: str) -> JobRead:
         status=JobStatus(job.status), status_reason=job.status_reason, node=job.node_name,
         gpu_indices=list(job.gpu_indices), cost_score=job.cost_score, cost_basis=job.cost_basis,
         version=job.version, created_at=job.created_at, updated_at=job.updated_at, bound_at=job.bound_at,
-        started_at=job.started_at, finished_at=job.finished_at,
+        started_at=job.started_at, finished_at=job.finished_at, isolation=isolation_of(job),
     )
 
 

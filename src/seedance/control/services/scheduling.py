@@ -31,7 +31,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from sqlalchemy import Table, bindparam, insert, select, update
 from sqlalchemy.orm import Session
@@ -48,12 +48,16 @@ from seedance.core.decision import Decision, Outcome, Placement
 from seedance.core.errors import SeedanceError
 from seedance.core.lifecycle import JOB_TRANSITIONS, NODE_TRANSITIONS, JobStatus, NodeStatus, transition
 from seedance.core.resources import ResourceRequest
+from seedance.costmodel.deferral_stage import DEFERRAL_KEY
 from seedance.profile import ProfileConfig, SchedulingProfile, build_profile, profile_of_policy
 from seedance.scheduling.framework import PLACEMENT_POLICIES, FilterPlugin, PlacementPolicy, PolicyContext, make_policy
 from seedance.scheduling.queueing import QUEUE_ORDERS, QueueItem, QueueOrder
 from seedance.scheduling.tasktypes import TaskTypes
 from seedance.tiers import DEFAULT_TIER_CONFIG, TierConfig
 from seedance.tiers.preemption import RunningPods
+
+if TYPE_CHECKING:
+    from seedance.control.services.attestation import LiveStages
 
 log = logging.getLogger("seedance.control.scheduler")
 
@@ -145,6 +149,8 @@ class SchedulingLoop:
             with the default stages).
         task_types: The target workload given to policies that need one (FGD); default: the task
             types of the cluster's live jobs, read when the state is rebuilt.
+        stages: Trust and deferral wiring (``LiveStages``): the attestation sweep each cycle, the
+            ``AttestedTEE`` stage in every profile, the pod directory, the deferral stage.
     """
 
     def __init__(
@@ -154,8 +160,10 @@ class SchedulingLoop:
         explain: bool = True, interval_s: float = 0.5, poll_interval_s: float = 1.0,
         tier_config: TierConfig = DEFAULT_TIER_CONFIG, tier_pools: bool = False,
         profile: ProfileConfig | None = None, task_types: TaskTypes | None = None,
+        stages: LiveStages | None = None,
     ) -> None:
         self.db = db
+        self.stages = stages  # trust sweep, pod directory, deferral (control/services/attestation.py)
         self.scorer = scorer
         self.dispatcher = dispatcher
         self.filters: FilterProvider = filters if callable(filters) else static_filters(filters)
@@ -234,6 +242,8 @@ class SchedulingLoop:
     def schedule_cluster(self, cluster_id: int) -> CycleStats:
         """One cycle over one cluster: read, decide, commit, dispatch."""
         t_start = time.perf_counter()
+        if self.stages is not None:
+            self.stages.sweep(self.db, cluster_id)
         with self.db.read() as s:
             row = s.execute(
                 select(Cluster.name, Cluster.sched_version, Cluster.capacity_version).where(Cluster.id == cluster_id)
@@ -247,6 +257,8 @@ class SchedulingLoop:
                 default_queue=self.default_queue,
             )
             pending = self._pending(s, cluster_id, cv)
+            if self.stages is not None:
+                self.stages.load(s, cluster_id, [j.id for j in pending])
             cache = self._caches.get(cluster_id)
             if pending and (
                 cache is None or (cache.sched_version, cache.capacity_version, cache.policy_key)
@@ -306,13 +318,15 @@ class SchedulingLoop:
         types = (self.task_types or _live_task_types(s, cluster_id)) if cls.needs_task_types else None
         placement = make_policy(cfg.placement.policy, PolicyContext(seed=0, task_types=types,
                                                                     options=dict(cfg.placement.options)))
-        cache.profile = build_profile(cfg, state, policy=placement, tier_config=self.tiers, explain=self.explain)
+        services = self.stages.services if self.stages is not None else None
+        cache.profile = build_profile(cfg, state, policy=placement, tier_config=self.tiers, explain=self.explain,
+                                      services=services)
         for tier in self.tier_priority:
             extra = tuple(self.filters(tier))
             if extra and not cfg.tiers.enabled:
                 cache.extra[tier] = build_profile(
                     cfg, state, policy=placement, tier_config=self.tiers,
-                    explain=self.explain, extra_filters=extra,
+                    explain=self.explain, extra_filters=extra, services=services,
                 )
         self._replay_active(s, cache, active)
         if type(placement).observe is not PlacementPolicy.observe:  # a policy that learns: every job so far
@@ -340,7 +354,7 @@ class SchedulingLoop:
         if cfg.tiers.enabled:
             fallbacks = tuple(f for f in cfg.tiers.fallbacks if f != "preempt")
             cfg = cfg.model_copy(update={"tiers": cfg.tiers.model_copy(update={"fallbacks": fallbacks})})
-        return cfg
+        return cfg if self.stages is None else self.stages.configure(cfg)
 
     def _replay_active(self, s: Session, cache: _Cache, active: Sequence[Any]) -> None:
         """Apply every bound and running job to the fresh state (and the profile's bind hooks)."""
@@ -480,7 +494,7 @@ class SchedulingLoop:
                     stats.rejected += 1
                 else:
                     waits.append({"w_id": job.id, "w_status": JobStatus.PENDING.value, "w_reason": d.reason,
-                                  "w_cv": cache.capacity_version})
+                                  "w_cv": -1 if DEFERRAL_KEY in d.explanation else cache.capacity_version})
                     stats.pending += 1
                     if d.reason == job.reason:
                         continue  # same answer as last time: the log already says so
