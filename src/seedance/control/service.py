@@ -25,6 +25,7 @@ from seedance.control.services.jobs import ClusterDirectory
 from seedance.control.services.scheduling import FilterProvider, SchedulingLoop
 from seedance.control.settings import ControlSettings
 from seedance.scheduling.framework import FilterPlugin
+from seedance.tiers.config import TierConfig
 
 _CACHE_MAX = 10_000
 
@@ -38,11 +39,13 @@ class ControlService:
         cost_scorer: Name of the ``COST_SCORERS`` entry computing ``cost_score`` (default: the settings').
         dispatcher: A dispatcher instance (default: the one named by ``settings.dispatcher``).
         run_migrations: Bring the store to the newest schema first.
+        tier_config: SLA tiers of the scheduling loop (default: ``seedance.tiers.DEFAULT_TIER_CONFIG``).
     """
 
     def __init__(
         self, settings: ControlSettings, *, filters: Sequence[FilterPlugin] | FilterProvider = (),
         cost_scorer: str | None = None, dispatcher: Dispatcher | None = None, run_migrations: bool = True,
+        tier_config: TierConfig | None = None,
     ) -> None:
         self.settings = settings
         self.db = Database(settings.database_url, pool_size=settings.db_pool_size)
@@ -58,7 +61,8 @@ class ControlService:
             self.db, scorer=self.scorer, dispatcher=self.dispatcher, filters=filters, metrics=self.metrics,
             default_placement=settings.default_placement, default_queue=settings.default_queue_order,
             batch=settings.scheduler_batch, explain=settings.explain, interval_s=settings.scheduler_interval_s,
-            tier_pools=settings.tier_pools,
+            tier_pools=settings.tier_pools, preemption=settings.preemption,
+            **({"tier_config": tier_config} if tier_config is not None else {}),
         )
         self._auth_cache: dict[str, tuple[Principal, float]] = {}
         self._auth_lock = threading.Lock()
