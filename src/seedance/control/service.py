@@ -25,7 +25,7 @@ from seedance.control.services.jobs import ClusterDirectory
 from seedance.control.services.scheduling import FilterProvider, SchedulingLoop
 from seedance.control.settings import ControlSettings
 from seedance.scheduling.framework import FilterPlugin
-from seedance.tiers.config import TierConfig
+from seedance.tiers.config import DEFAULT_TIER_CONFIG, TierConfig
 
 _CACHE_MAX = 10_000
 
@@ -62,7 +62,7 @@ class ControlService:
             default_placement=settings.default_placement, default_queue=settings.default_queue_order,
             batch=settings.scheduler_batch, explain=settings.explain, interval_s=settings.scheduler_interval_s,
             tier_pools=settings.tier_pools, preemption=settings.preemption,
-            **({"tier_config": tier_config} if tier_config is not None else {}),
+            tier_config=tier_config if tier_config is not None else DEFAULT_TIER_CONFIG,
         )
         self._auth_cache: dict[str, tuple[Principal, float]] = {}
         self._auth_lock = threading.Lock()

@@ -284,7 +284,7 @@ def load_running(
     out = RunningPods()
     for jid, tier, node_name, gpus, milli, cpu, mem, started in rows:
         spec = tier_config.tiers.get(tier)
-        if spec is None:
+        if spec is None or started is None:
             continue
         try:
             node = state.node_index(node_name or "")
