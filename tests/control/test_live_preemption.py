@@ -315,6 +315,42 @@ def test_a_restart_mid_preemption_stops_once_and_loses_no_job(
     assert job_row(svc, b3).attempt == 2
 
 
+def svc_db(tmp_path: Path) -> Any:
+    from seedance.control.db.session import Database
+
+    return Database(f"sqlite:///{tmp_path / 'loop.db'}")
+
+
 def test_preemption_needs_tier_pools(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="needs tier_pools"):
-        ControlService(settings_for(f"sqlite:///{tmp_path / 's.db'}", preemption=True))
+        settings_for(f"sqlite:///{tmp_path / 's.db'}", preemption=True)
+    with pytest.raises(ValueError, match="needs tier_pools"):
+        SchedulingLoop(svc_db(tmp_path), scorer=None, preemption=True)  # type: ignore[arg-type]
+
+
+def test_a_preemptor_cancelled_before_the_commit_drops_the_plan_and_stops_nothing(
+    world: tuple[ControlService, Backend], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    svc, backend = world
+    b1, b2, b3 = fill(svc, backend, ["bronze", "bronze", "bronze"])
+    started(svc, {b1: 50.0, b2: 1000.0, b3: 400.0})
+    g = job(svc, "gold-job", "gold")
+    b4 = job(svc, "b4", "bronze")  # decided after the preemption in the same cycle
+    decide = preemption_mod.CyclePreemption.decide
+
+    def then_cancel(self: Any, *args: Any, **kw: Any) -> Any:
+        d = decide(self, *args, **kw)
+        if d.preemptions:  # the user cancels the Gold job while the cycle is deciding
+            with svc.db.write() as s:
+                s.execute(update(Job).where(Job.id == g).values(status="cancelled", version=Job.version + 1))
+        return d
+
+    with monkeypatch.context() as mp:
+        mp.setattr(preemption_mod.CyclePreemption, "decide", then_cancel)
+        stats = svc.loop.run_once()
+    assert stats[0].conflicts == 1 and stats[0].bound == 0
+    assert [job_row(svc, i).status for i in (b1, b2, b3, b4)] == ["running", "running", "running", "pending"]
+    assert backend.cancels() == []
+    svc.loop.run_once()
+    assert [job_row(svc, i).status for i in (b1, b2, b3, b4)] == ["running", "running", "running", "pending"]
+    assert backend.cancels() == [] and ("dispatch", b4) not in backend.log

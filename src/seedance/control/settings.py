@@ -85,4 +85,6 @@ class ControlSettings(BaseSettings):
     def _check_url(self) -> ControlSettings:
         if not self.database_url.startswith(("sqlite", "postgresql")):
             raise ValueError("database_url must be a sqlite:/// or postgresql+psycopg:// URL")
+        if self.preemption and not self.tier_pools:
+            raise ValueError("preemption needs tier_pools (victims are chosen inside a tier's own pool)")
         return self

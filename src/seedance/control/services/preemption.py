@@ -101,6 +101,18 @@ class LivePreemption:
         self._retry[cluster_id] = min(at, self._retry.get(cluster_id, at))
 
     # -------------------------------------------------------------------------------- commit
+    @staticmethod
+    def intact(plan: Iterable[tuple[Any, Decision, int]], current: Mapping[int, tuple[int, str]]) -> bool:
+        """Every preemptor of ``plan`` is still the pending job it was (else the plan must be dropped).
+
+        Binds decided after a preemption may use what its victims give back; if the preemptor's
+        bind were skipped, its victims would keep running under them.
+        """
+        return all(
+            current.get(job.id) == (job.version, JobStatus.PENDING.value)
+            for job, d, _ in plan if d.preemptions
+        )
+
     def commit(
         self, s: Session, cluster_id: int, binds: Iterable[tuple[int, int, str, Decision]], policy: str,
         now: Any,

@@ -388,6 +388,9 @@ class SchedulingLoop:
             if not self.db.is_sqlite:
                 q = q.with_for_update()
             current = {r[0]: (r[1], r[2]) for r in s.execute(q)}
+            if self.preemption is not None and not self.preemption.intact(plan, current):  # live preemption
+                stats.conflicts += 1  # a preemptor changed meanwhile: later binds may rely on its victims
+                return False
             binds: list[dict[str, Any]] = []
             waits: list[dict[str, Any]] = []
             decisions: list[dict[str, Any]] = []
