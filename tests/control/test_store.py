@@ -21,7 +21,7 @@ def test_upgrade_creates_every_table_and_is_idempotent(db_url: str) -> None:
     assert migrate.current_revision(db) is None
     migrate.upgrade(db)
     migrate.upgrade(db)  # a second start changes nothing
-    assert migrate.current_revision(db) == migrate.head_revision() == migrate.HEAD_REVISION == "0003_i13"
+    assert migrate.current_revision(db) == migrate.head_revision() == migrate.HEAD_REVISION == "0004_i12live"
     tables = set(inspect(db.engine).get_table_names())
     assert tables >= {"tenants", "api_tokens", "clusters", "nodes", "jobs", "scheduling_policies", "decisions",
                       "events", "alembic_version"}
@@ -113,7 +113,10 @@ def test_migration_0002_keeps_existing_jobs(db_url: str) -> None:
     assert migrate.current_revision(db) == "0001"
     migrate.upgrade(db, "0002")
     assert migrate.current_revision(db) == "0002"
+    with db.read() as s:  # columns of revision 0002 only (later revisions add more)
+        job = s.execute(select(Job.name, Job.gpu_milli, Job.placed_gpu_milli)).one()
+    assert tuple(job) == ("old", 250, None)
+    migrate.upgrade(db)  # 0004: the job's run count starts at 0
     with db.read() as s:
-        job = s.scalars(select(Job)).one()
-    assert (job.name, job.gpu_milli, job.placed_gpu_milli) == ("old", 250, None)
+        assert s.scalars(select(Job)).one().attempt == 0
     db.dispose()

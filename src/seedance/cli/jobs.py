@@ -201,14 +201,15 @@ def register(app: typer.Typer) -> None:
 
         def table() -> Any:
             from rich.console import Group
+            from rich.markup import escape
             from rich.table import Table
 
             d = Table(title="decisions")
             for col in ("AT", "OUTCOME", "NODE", "GPUS", "SCORE", "POLICY", "REASON"):
                 d.add_column(col)
-            for x in out["decisions"]:
-                d.add_row(str(x["created_at"])[:19], x["outcome"], x.get("node") or "-", str(x["gpu_indices"]),
-                          str(x.get("score")), x["policy"], x["reason"])
+            for x in out["decisions"]:  # reasons hold brackets ("in [gold]"): never rich markup
+                d.add_row(str(x["created_at"])[:19], x["outcome"], x.get("node") or "-",
+                          escape(str(x["gpu_indices"])), str(x.get("score")), x["policy"], escape(x["reason"]))
             return Group(_kv_table(f"job {out['job']['name']}", out["job"]), d)
 
         _emit(out, output, table)

@@ -367,6 +367,8 @@ class JobRead(BaseModel):
     cost_score: float = Field(description="Expected cost of the job (see cost_basis).")
     cost_basis: str = Field(description="How cost_score was computed.")
     version: int
+    attempt: int = Field(default=0, description="Runs dispatched so far (a preempted or lost run is re-queued "
+                         "and its next dispatch is the next attempt).")
     created_at: dt.datetime
     updated_at: dt.datetime
     bound_at: dt.datetime | None
@@ -388,7 +390,7 @@ class DecisionRead(_Out):
 
     id: int
     job_id: int
-    outcome: Literal["bind", "pending", "reject"]
+    outcome: Literal["bind", "pending", "reject", "preempted"]
     node: str | None = Field(validation_alias="node_name")
     gpu_indices: list[int]
     score: int | None

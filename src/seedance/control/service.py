@@ -26,6 +26,7 @@ from seedance.control.services.jobs import ClusterDirectory
 from seedance.control.services.scheduling import FilterProvider, SchedulingLoop
 from seedance.control.settings import ControlSettings
 from seedance.scheduling.framework import FilterPlugin
+from seedance.tiers.config import DEFAULT_TIER_CONFIG, TierConfig
 
 _CACHE_MAX = 10_000
 
@@ -41,12 +42,14 @@ class ControlService:
         run_migrations: Bring the store to the newest schema first.
         stages: Trust and deferral wiring of the loop (default: no attestation registry, so no node
             is eligible for a sensitive job; no deferral).
+        tier_config: SLA tiers of the scheduling loop (default: ``seedance.tiers.DEFAULT_TIER_CONFIG``).
     """
 
     def __init__(
         self, settings: ControlSettings, *, filters: Sequence[FilterPlugin] | FilterProvider = (),
         cost_scorer: str | None = None, dispatcher: Dispatcher | None = None, run_migrations: bool = True,
         stages: LiveStages | None = None,
+        tier_config: TierConfig | None = None,
     ) -> None:
         self.settings = settings
         self.db = Database(settings.database_url, pool_size=settings.db_pool_size)
@@ -63,6 +66,8 @@ class ControlService:
             default_placement=settings.default_placement, default_queue=settings.default_queue_order,
             batch=settings.scheduler_batch, explain=settings.explain, interval_s=settings.scheduler_interval_s,
             tier_pools=settings.tier_pools, stages=stages if stages is not None else LiveStages(),
+            preemption=settings.preemption,
+            tier_config=tier_config if tier_config is not None else DEFAULT_TIER_CONFIG,
         )
         self._auth_cache: dict[str, tuple[Principal, float]] = {}
         self._auth_lock = threading.Lock()

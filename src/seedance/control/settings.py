@@ -46,7 +46,12 @@ class ControlSettings(BaseSettings):
     tier_pools: bool = Field(
         default=False,
         description="Place jobs only in their SLA tier's node pool or one it may borrow (labels gpu.sla.level, "
-        "gpu.mode; Gold on gold+exclusive nodes), with seedance.tiers.TieredScheduler; preemption stays off.",
+        "gpu.mode; Gold on gold+exclusive nodes), with seedance.tiers.TieredScheduler.",
+    )
+    preemption: bool = Field(
+        default=False,
+        description="With tier_pools: a job that cannot be placed preempts running jobs of the tiers it may "
+        "preempt (victims chosen as in the tiered replay; stopped through the dispatcher and re-queued).",
     )
     cost_scorer: str = Field(
         default="gpu-hours", description="COST_SCORERS entry computing cost_score: gpu-hours (rental, no data) "
@@ -80,4 +85,6 @@ class ControlSettings(BaseSettings):
     def _check_url(self) -> ControlSettings:
         if not self.database_url.startswith(("sqlite", "postgresql")):
             raise ValueError("database_url must be a sqlite:/// or postgresql+psycopg:// URL")
+        if self.preemption and not self.tier_pools:
+            raise ValueError("preemption needs tier_pools (victims are chosen inside a tier's own pool)")
         return self

@@ -43,8 +43,9 @@ JOB_TRANSITIONS: Mapping[JobStatus, frozenset[JobStatus]] = MappingProxyType(
         # running → succeeded/failed: it ended; → preempted: a higher tier took its GPUs or its node
         # was lost; → cancelled: withdrawn.
         _J.RUNNING: frozenset({_J.SUCCEEDED, _J.FAILED, _J.PREEMPTED, _J.CANCELLED}),
-        # preempted → pending: it is re-queued (from its last checkpoint); → cancelled.
-        _J.PREEMPTED: frozenset({_J.PENDING, _J.CANCELLED}),
+        # preempted → pending: it is re-queued (from its last checkpoint); → cancelled;
+        # → succeeded/failed: its run ended on its own before the stop reached the backend.
+        _J.PREEMPTED: frozenset({_J.PENDING, _J.CANCELLED, _J.SUCCEEDED, _J.FAILED}),
         # unschedulable → pending: the cluster changed (a node was added).
         _J.UNSCHEDULABLE: frozenset({_J.PENDING}),
         _J.SUCCEEDED: frozenset(),

@@ -171,6 +171,7 @@ class Job(Base):
     version: Mapped[int] = mapped_column(BigInteger, default=0)
     attempt_capacity_version: Mapped[int] = mapped_column(BigInteger, default=-1)
     dispatch_handle: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    attempt: Mapped[int] = mapped_column(Integer, default=0)  # runs dispatched so far (migration 0004)
     created_at: Mapped[dt.datetime] = mapped_column(UtcDateTime, default=utcnow)
     updated_at: Mapped[dt.datetime] = mapped_column(UtcDateTime, default=utcnow)
     bound_at: Mapped[dt.datetime | None] = mapped_column(UtcDateTime, nullable=True)

@@ -287,8 +287,8 @@ def to_read(job: Job, cluster_name: str) -> JobRead:
         labels={str(k): str(v) for k, v in job.labels.items()}, idempotency_key=job.idempotency_key,
         status=JobStatus(job.status), status_reason=job.status_reason, node=job.node_name,
         gpu_indices=list(job.gpu_indices), cost_score=job.cost_score, cost_basis=job.cost_basis,
-        version=job.version, created_at=job.created_at, updated_at=job.updated_at, bound_at=job.bound_at,
-        started_at=job.started_at, finished_at=job.finished_at, isolation=isolation_of(job),
+        version=job.version, attempt=job.attempt, created_at=job.created_at, updated_at=job.updated_at,
+        bound_at=job.bound_at, started_at=job.started_at, finished_at=job.finished_at, isolation=isolation_of(job),
     )
 
 

@@ -20,6 +20,9 @@ NOTE(seedance): one cycle over one cluster, the invariant it keeps.
      running ones; finished jobs give their resources back (cv moves). A run the backend lost
      (``PREEMPTED``: its node died) is re-queued (running -> preempted -> pending), and a node the
      backend reports dead goes down (v moves), in the same transaction, so it is never re-placed there.
+  6. Live preemption (``preemption=True``, with tier pools; ``services/preemption.py``): a job that
+     cannot be placed gets the replay's preemption stage; its victims are marked preempted in the
+     bind's transaction, stopped through the dispatcher before anything is dispatched, and re-queued.
   No two schedulers can bind the same free GPU (step 4's compare-and-swap on v), a job is never
   bound and cancelled at once (versions), and a crash at any point leaves the store consistent.
 """
@@ -43,6 +46,7 @@ from seedance.control.db.session import Database
 from seedance.control.observability import ControlMetrics
 from seedance.control.services import clusters as cluster_svc
 from seedance.control.services import policies as policy_svc
+from seedance.control.services.preemption import LivePreemption
 from seedance.core.cluster import ClusterSpec, ClusterState, NodeSpec
 from seedance.core.decision import Decision, Outcome, Placement
 from seedance.core.errors import SeedanceError
@@ -151,6 +155,8 @@ class SchedulingLoop:
             types of the cluster's live jobs, read when the state is rebuilt.
         stages: Trust and deferral wiring (``LiveStages``): the attestation sweep each cycle, the
             ``AttestedTEE`` stage in every profile, the pod directory, the deferral stage.
+        preemption: With ``tier_pools``: a job that cannot be placed may preempt running jobs of the tiers
+            it may preempt, chosen by the replay's preemption stage (``services/preemption.py``).
     """
 
     def __init__(
@@ -158,7 +164,7 @@ class SchedulingLoop:
         filters: Sequence[FilterPlugin] | FilterProvider = (), metrics: ControlMetrics | None = None,
         default_placement: str = "best-fit", default_queue: str = "priority", batch: int = 1024,
         explain: bool = True, interval_s: float = 0.5, poll_interval_s: float = 1.0,
-        tier_config: TierConfig = DEFAULT_TIER_CONFIG, tier_pools: bool = False,
+        tier_config: TierConfig = DEFAULT_TIER_CONFIG, tier_pools: bool = False, preemption: bool = False,
         profile: ProfileConfig | None = None, task_types: TaskTypes | None = None,
         stages: LiveStages | None = None,
     ) -> None:
@@ -177,12 +183,16 @@ class SchedulingLoop:
         self.tier_priority = {name: spec.priority for name, spec in tier_config.tiers.items()}
         self.tier_shares = {name: spec.min_share for name, spec in tier_config.tiers.items()}
         # tier pools: the profile's tier stages (own pool, then borrowed pools); preemption is
-        # switched off here, since the live loop does not evict running jobs (yet)
+        # switched off here and applied, when asked, by ``self.preemption`` for jobs left pending
         self.tier_pools = tier_pools
         self.profile = profile
         self.task_types = task_types
         self.tiers = tier_config
         self.tier_config: TierConfig | None = tier_config if tier_pools else None
+        if preemption and not tier_pools:
+            raise ValueError("preemption needs tier_pools (victims are chosen inside a tier's own pool)")
+        # live preemption (services/preemption.py): the replay's preemption stage with the full tier rights
+        self.preemption = LivePreemption(tier_config, explain=explain) if preemption else None
         self._caches: dict[int, _Cache] = {}
         self._last_poll = 0.0
         self._wake = threading.Event()
@@ -269,6 +279,8 @@ class SchedulingLoop:
         if pending:
             assert cache is not None
             self._decide_and_commit(cluster_id, cache, policy, pending, stats)
+        if self.preemption is not None and self.dispatcher is not None:  # live preemption: stop victims first
+            self.preemption.tick(self.db, self.dispatcher, cluster_id)
         stats.dispatched = self._dispatch(cluster_id, name)
         stats.total_s = time.perf_counter() - t_start
         if self.metrics is not None and stats.considered:
@@ -406,10 +418,13 @@ class SchedulingLoop:
                     cache.observed = job.id
         tiered = profile.pools is not None
         wall = time.time()
+        pre = self.preemption.cycle(self.db, cluster_id, profile.policy) if self.preemption and tiered else None
         for job in order:
             t = time.perf_counter()
             prof = cache.extra.get(job.tier, profile)
             d = prof.decide(state, job.req, job.id, tier=job.tier if tiered else None, running=_NOBODY, now=wall)
+            if pre is not None and d.outcome is Outcome.PENDING:  # live preemption (services/preemption.py)
+                d = pre.decide(state, job.id, job.tier, job.req, d, now=wall)
             if d.outcome is Outcome.BIND:
                 assert d.placement is not None
                 prof.apply(state, d)
@@ -449,6 +464,9 @@ class SchedulingLoop:
             if not self.db.is_sqlite:
                 q = q.with_for_update()
             current = {r[0]: (r[1], r[2]) for r in s.execute(q)}
+            if self.preemption is not None and not self.preemption.intact(plan, current):  # live preemption
+                stats.conflicts += 1  # a preemptor changed meanwhile: later binds may rely on its victims
+                return False
             binds: list[dict[str, Any]] = []
             waits: list[dict[str, Any]] = []
             decisions: list[dict[str, Any]] = []
@@ -525,6 +543,11 @@ class SchedulingLoop:
                     ),
                     waits,
                 )
+            if self.preemption is not None:  # live preemption: the victims of the binds written here
+                bound = {b["b_id"] for b in binds}
+                dirty = not self.preemption.commit(s, cluster_id, [
+                    (j.id, j.tenant_id, j.tier, d) for j, d, _ in plan if j.id in bound], policy.placement, now,
+                ) or dirty
             if decisions:
                 s.execute(insert(DecisionRecord), decisions)
             if evts:
@@ -571,7 +594,7 @@ class SchedulingLoop:
                 update(jt).where(jt.c.id == bindparam("r_id"), jt.c.version == bindparam("r_version"),
                                  jt.c.status == JobStatus.BOUND.value).values(
                     status=JobStatus.RUNNING.value, dispatch_handle=bindparam("r_handle"), started_at=now,
-                    updated_at=now, version=jt.c.version + 1,
+                    updated_at=now, version=jt.c.version + 1, attempt=jt.c.attempt + 1,
                 ),
                 [{k: x for k, x in r.items() if k != "tenant_id"} for r in started],
             )
