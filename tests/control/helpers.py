@@ -16,7 +16,7 @@ from seedance.control.service import ControlService
 from seedance.control.services import jobs
 from seedance.control.settings import ControlSettings
 
-ADMIN_TOKEN = "sdt_test_admin_" + "a" * 24
+ADMIN_TOKEN = "sdt_test_admin_" + "Q7f2Kx9Lm3Pz8Rw4Tb6Yc1Nd"
 
 
 def settings_for(url: str, **kw: Any) -> ControlSettings:

@@ -17,7 +17,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 import seedance
-from seedance.control.api.errors import BodyLimitMiddleware, install_error_handlers
+from seedance.control.api.errors import BodyLimitMiddleware, ServerGuardMiddleware, install_error_handlers
 from seedance.control.api.routes import clusters, finops, jobs, policies, privacy, safechange, system, tenants
 from seedance.control.observability import ControlMetrics
 from seedance.control.service import ControlService
@@ -60,6 +60,7 @@ def create_app(
     app.mount("/dashboard", StaticFiles(directory=DASHBOARD_DIR, html=True), name="dashboard")
     app.add_middleware(BodyLimitMiddleware, limit=svc.settings.max_body_bytes)
     app.add_middleware(RequestMetricsMiddleware, metrics=svc.metrics)
+    app.add_middleware(ServerGuardMiddleware)  # outermost: added last
     return app
 
 

@@ -19,7 +19,8 @@ plug-in options::
       region: DE
       ...                            # plug-in options, kept as given
 
-YAML anchors and aliases are refused (they let a small file expand into a huge document).
+YAML anchors and aliases are refused (they let a small file expand into a huge document), and so are
+documents nested too deep or holding huge integers (``seedance.control.yamlguard``).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from typing import Any
 
 import yaml
 
+from seedance.control.yamlguard import check_yaml_shape
 from seedance.core.errors import InputError, UnknownNameError
 
 MAX_YAML_BYTES = 32 * 1024
@@ -38,12 +40,8 @@ def parse_yaml(text: str, *, source: str) -> Any:
     """Parse one YAML document safely; errors name the line."""
     if len(text.encode("utf-8")) > MAX_YAML_BYTES:
         raise InputError(f"YAML larger than {MAX_YAML_BYTES} bytes", source=source)
+    check_yaml_shape(text, source=source)
     try:
-        for ev in yaml.parse(text, Loader=yaml.SafeLoader):
-            if isinstance(ev, yaml.AliasEvent) or getattr(ev, "anchor", None):
-                mark = ev.start_mark
-                raise InputError("YAML anchors and aliases are not accepted", source=source,
-                                 line=mark.line + 1 if mark else None)
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)

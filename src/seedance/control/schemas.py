@@ -69,6 +69,8 @@ class Role(StrEnum):
     """What a token may do (each role includes the rights of the ones below it).
 
     * ``admin``: everything, in every tenant (create tenants, tokens for any tenant).
+    * ``cluster-admin``: an operator who may also change or remove nodes holding other tenants' jobs
+      (which re-queues or evicts them).
     * ``operator``: manage shared infrastructure (clusters, nodes, scheduling policies) and tokens
       of its own tenant, plus everything a member may do.
     * ``member``: submit and cancel jobs of its tenant.
@@ -76,6 +78,7 @@ class Role(StrEnum):
     """
 
     ADMIN = "admin"
+    CLUSTER_ADMIN = "cluster-admin"
     OPERATOR = "operator"
     MEMBER = "member"
     VIEWER = "viewer"
@@ -86,7 +89,7 @@ class Role(StrEnum):
         return _ROLE_RANK[self]
 
 
-_ROLE_RANK = {Role.VIEWER: 0, Role.MEMBER: 1, Role.OPERATOR: 2, Role.ADMIN: 3}
+_ROLE_RANK = {Role.VIEWER: 0, Role.MEMBER: 1, Role.OPERATOR: 2, Role.CLUSTER_ADMIN: 3, Role.ADMIN: 4}
 
 
 class JobKind(StrEnum):
@@ -144,7 +147,7 @@ class TokenCreate(_In):
     """A new API token; the answer shows its value once."""
 
     name: Name = Field(description="A label for the token (who or what uses it).")
-    role: Role = Field(strict=False, description="admin, operator, member or viewer.")
+    role: Role = Field(strict=False, description="admin, cluster-admin, operator, member or viewer.")
     tenant_id: int | None = Field(
         default=None, ge=1, le=2**62, description="Tenant of the token (default: the caller's; others: admin only)."
     )

@@ -1,11 +1,16 @@
 """Service settings (pydantic-settings): environment variables ``SEEDANCE_*`` or keyword arguments.
 
 ``seedancectl serve`` turns its options into these settings. The one secret, the bootstrap admin
-token, is refused when it is a well-known placeholder (the FastAPI template's guard) or too short.
+token, is refused when it is a well-known placeholder (the FastAPI template's guard) or weak: shorter
+than 32 characters, fewer than 12 distinct characters, or below 128 bits by the estimate
+``length × log2(alphabet of the character classes it uses)`` (``openssl rand -hex 32`` and
+``python -c 'import secrets; print(secrets.token_urlsafe(32))'`` pass).
 """
 
 from __future__ import annotations
 
+import math
+import string
 from typing import Literal
 
 from pydantic import Field, SecretStr, field_validator, model_validator
@@ -14,6 +19,19 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from seedance.control.paths import default_database_url
 
 _PLACEHOLDERS = frozenset({"changethis", "changeme", "secret", "password", "admin", "token"})
+
+
+MIN_TOKEN_CHARS = 32
+MIN_TOKEN_BITS = 128
+_CLASSES = (string.ascii_lowercase, string.ascii_uppercase, string.digits)
+
+
+def token_bits(raw: str) -> float:
+    """Upper estimate of a secret's entropy: its length times log2 of the alphabets it draws from."""
+    alphabet = sum(len(c) for c in _CLASSES if any(ch in c for ch in raw))
+    if any(not any(ch in c for c in _CLASSES) for ch in raw):
+        alphabet += 32  # punctuation and the rest
+    return len(raw) * math.log2(max(alphabet, 2))
 
 
 class ControlSettings(BaseSettings):
@@ -32,6 +50,13 @@ class ControlSettings(BaseSettings):
     max_body_bytes: int = Field(
         default=64 * 1024, ge=1024, le=16 * 2**20, description="Largest request body accepted (413 above)."
     )
+    max_header_bytes: int = Field(
+        default=16 * 1024, ge=1024, le=1024 * 1024,
+        description="Largest request line plus headers accepted (431 and the connection closed above).")
+    idle_timeout_s: int = Field(
+        default=5, ge=1, le=3600,
+        description="Seconds a connection may stay idle before its request headers are complete, or between "
+        "requests (keep-alive); then it is closed.")
     scheduler_enabled: bool = Field(default=True, description="Run the live scheduling loop in this process.")
     scheduler_interval_s: float = Field(
         default=0.5, gt=0, le=60, description="Seconds between loop cycles when nothing wakes it earlier."
@@ -72,8 +97,10 @@ class ControlSettings(BaseSettings):
         raw = v.get_secret_value()
         if raw.lower() in _PLACEHOLDERS:
             raise ValueError("bootstrap_token is a placeholder value; generate a random one")
-        if len(raw) < 16:
-            raise ValueError("bootstrap_token must be at least 16 characters")
+        if len(raw) < MIN_TOKEN_CHARS or len(set(raw)) < 12 or token_bits(raw) < MIN_TOKEN_BITS:
+            raise ValueError(
+                f"bootstrap_token is too weak: use at least {MIN_TOKEN_CHARS} random characters "
+                f"(>= {MIN_TOKEN_BITS} bits), e.g. the output of 'openssl rand -hex 32'")
         return v
 
     @model_validator(mode="after")
