@@ -58,7 +58,7 @@ def free_port() -> int:
 
 
 def serve_in_thread(
-    app: Any, *, start_timeout: float = 30.0, stop_timeout: float = 15.0
+    app: Any, *, start_timeout: float = 30.0, stop_timeout: float = 15.0, **uvicorn_options: Any
 ) -> tuple[str, Callable[[], None]]:
     """Serve ``app`` with uvicorn in a daemon thread on a free port; returns its URL and a stop function.
 
@@ -68,7 +68,7 @@ def serve_in_thread(
 
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
-                                           access_log=False, lifespan="on"))
+                                           access_log=False, lifespan="on", **uvicorn_options))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.time() + start_timeout

@@ -40,6 +40,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "seedance.cli.telemetry",
     "seedance.cli.reserve",
     "seedance.cli.markets",
+    "seedance.cli.tenants",
 )
 
 EXIT_BAD_INPUT = 2
@@ -85,8 +86,11 @@ def main(argv: list[str] | None = None) -> int:
 
         if isinstance(exc, click.exceptions.Abort):
             return 1
-        if isinstance(exc, click.ClickException):
-            exc.show()
+        if isinstance(exc, click.ClickException):  # one "error:" line like every other failure
+            hint = ""
+            if isinstance(exc, click.UsageError) and exc.ctx is not None:
+                hint = f" (see '{exc.ctx.command_path} --help')"
+            typer.echo(f"error: {exc.format_message()}{hint}", err=True)
             return EXIT_BAD_INPUT
         raise
     return rc if isinstance(rc, int) and not isinstance(rc, bool) else 0

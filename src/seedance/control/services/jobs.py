@@ -175,7 +175,8 @@ def find_job(*, session: Session, principal: Principal, ref: str) -> Job:
     """A job by id (digits) or by name in the caller's tenant."""
     if ref.isdigit():
         return get_job(session=session, principal=principal, job_id=int(ref))
-    job = session.scalars(select(Job).where(Job.tenant_id == principal.tenant_id, Job.name == ref)).first()
+    job = session.scalars(select(Job).where(Job.tenant_id == principal.tenant_id, Job.name == ref)
+                          .order_by(Job.id.desc())).first()  # a cancelled job's name may be reused: newest
     if job is None:
         raise NotFound(f"job {ref!r} not found")
     return job

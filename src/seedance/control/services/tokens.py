@@ -128,7 +128,8 @@ def ensure_admin_token(*, session: Session, value: str | None, name: str = "boot
             raise BootstrapRevoked(
                 f"the bootstrap token (SEEDANCE_BOOTSTRAP_TOKEN, token id {row[0]}) was revoked at "
                 f"{row[1].isoformat()}; a revoked token is never reinstated: set a new value to create a new "
-                "admin token, or unset it to get a random one if no admin token is left", source="settings", field="bootstrap_token")
+                "admin token, or unset it to get a random one if no admin token is left",
+                source="settings", field="bootstrap_token")
         return None
     live_admin = session.scalars(
         select(ApiToken.id).where(ApiToken.role == Role.ADMIN.value, ApiToken.revoked_at.is_(None))
