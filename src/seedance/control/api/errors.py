@@ -43,6 +43,7 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     429: {**_ERR, "description": "Too many requests; retry after the seconds in Retry-After."},
     503: {**_ERR, "description": "The store is unreachable right now; retry after the seconds in Retry-After."},
 }
+_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
 RETRY_AFTER_S = 1
 """Seconds a client is told to wait after a 503 (the pool reconnects on the next checkout)."""
 _log = logging.getLogger("seedance.control.api")
@@ -126,12 +127,8 @@ def install_error_handlers(app: FastAPI) -> None:
 
 def allowed_methods(request: Request) -> list[str]:
     """Every method some route of the app serves at the request's path (FastAPI has a route per method)."""
-    methods: set[str] = set()
-    for route in request.app.router.routes:
-        match, _ = route.matches({**request.scope, "method": "\x00"})
-        if match is not Match.NONE:
-            methods.update(getattr(route, "methods", None) or ())
-    return sorted(methods)
+    return sorted(m for m in _METHODS if any(
+        route.matches({**request.scope, "method": m})[0] is Match.FULL for route in request.app.router.routes))
 
 
 class ServerGuardMiddleware:
