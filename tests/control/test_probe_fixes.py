@@ -356,12 +356,67 @@ def test_cancelled_names_are_reusable_and_cancelled_jobs_show_no_node(
     assert code == 0, err
     code, out, _ = run(capsys, "get", "jobs", "-o", "json")
     assert sorted(j["status"] for j in json.loads(out) if j["name"] == "again") == ["cancelled", "running"]
-    code, out, _ = run(capsys, "submit", "-f", str(g))  # a live job of that name: still a conflict
-    code2, _, err = run(capsys, "describe", "job", "again", "-o", "json")
-    assert code2 == 0
+    code, _, err = run(capsys, "submit", "-f", str(g))  # a live job of that name: still a conflict
+    assert code == 2 and "already exists" in err, err
+    code, out, _ = run(capsys, "describe", "job", "again", "-o", "json")
+    described = json.loads(out)
+    assert code == 0 and described.get("status", described.get("job", {}).get("status")) == "running", described
 
 
 def test_every_cli_error_starts_with_error(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
     for argv in (["submit"], ["get", "jobs", "--bogus"], ["tenant", "list"]):
         code, _, err = run(capsys, *argv)
         assert code == 2 and err.startswith("error: ") and "Error:" not in err, (argv, err)
+
+
+# ------------------------------------------------------------------------------ rate limits
+def test_per_token_rate_limit_is_a_429_with_retry_after(live_server_factory: Callable[..., LiveServer],
+                                                        sqlite_url: str) -> None:
+    server = live_server_factory(sqlite_url, rate_limit_per_token=5, rate_limit_per_address=0)
+    with server.client() as c:
+        answers = [c.get("/api/v1/whoami") for _ in range(20)]
+    limited = [r for r in answers if r.status_code == 429]
+    assert limited and {r.status_code for r in answers} == {200, 429}
+    assert limited[0].headers["retry-after"] == "1" and "too many requests" in limited[0].json()["detail"]
+
+
+def test_per_address_rate_limit(live_server_factory: Callable[..., LiveServer], sqlite_url: str) -> None:
+    server = live_server_factory(sqlite_url, rate_limit_per_address=5, rate_limit_per_token=0)
+    with httpx.Client(base_url=server.url) as c:
+        codes = [c.get("/healthz").status_code for _ in range(20)]
+    assert 429 in codes and 200 in codes
+
+
+def test_failed_authentications_are_throttled_before_the_store_is_asked(
+        live_server_factory: Callable[..., LiveServer], sqlite_url: str) -> None:
+    server = live_server_factory(sqlite_url, failed_auth_per_address=3)
+    svc = server.service
+    lookups = []
+    real = svc.authenticate
+
+    def counting(value: str | None) -> Principal:
+        lookups.append(value)
+        return real(value)
+
+    svc.authenticate = counting  # type: ignore[method-assign]
+    bad = server.client("sdt_guess_" + "x" * 30)
+    assert [bad.get("/api/v1/jobs").status_code for _ in range(3)] == [401, 401, 401]
+    r = bad.get("/api/v1/jobs")
+    assert r.status_code == 429 and int(r.headers["retry-after"]) >= 1
+    assert len(lookups) == 3  # the fourth guess never reached the token lookup
+
+
+def test_redis_rate_limiter_is_shared_between_workers() -> None:
+    from seedance.control.ratelimit import RATE_LIMITERS
+
+    prefix = f"seedance:test:rl:{os.getpid()}:{time.monotonic_ns()}:"
+    a = RATE_LIMITERS.get("redis")(redis_url="redis://127.0.0.1:6379/0", prefix=prefix)
+    b = RATE_LIMITERS.get("redis")(redis_url="redis://127.0.0.1:6379/0", prefix=prefix)
+    try:
+        assert [a.hit("k", 3, 60), b.hit("k", 3, 60), a.hit("k", 3, 60)] == [None, None, None]
+        wait = b.hit("k", 3, 60)
+        assert wait is not None and 0 < wait <= 60
+        assert a.over("k", 3, 60) is not None and a.over("other", 3, 60) is None
+    finally:
+        a.close()
+        b.close()

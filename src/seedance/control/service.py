@@ -16,9 +16,10 @@ from seedance.control.costing import CostScorer, make_cost_scorer
 from seedance.control.db import migrate
 from seedance.control.db.session import Database
 from seedance.control.dispatch import Dispatcher, make_dispatcher
-from seedance.control.errors import Unauthorized
+from seedance.control.errors import TooManyRequests, Unauthorized
 from seedance.control.observability import ControlMetrics
 from seedance.control.policydoc import PolicyValidator, default_policy_validator
+from seedance.control.ratelimit import RATE_LIMITERS, RateLimiter
 from seedance.control.security import Principal, hash_token
 from seedance.control.services import tokens
 from seedance.control.services.jobs import ClusterDirectory
@@ -60,6 +61,8 @@ class ControlService:
             batch=settings.scheduler_batch, explain=settings.explain, interval_s=settings.scheduler_interval_s,
             tier_pools=settings.tier_pools,
         )
+        self.limiter: RateLimiter = RATE_LIMITERS.get(settings.rate_limiter)(
+            redis_url=settings.redis_url, prefix=settings.rate_limit_prefix)
         self._auth_cache: dict[str, tuple[Principal, float]] = {}
         self._auth_lock = threading.Lock()
         self.bootstrap_value: str | None = None
@@ -76,6 +79,7 @@ class ControlService:
         """Stop the loop, the dispatcher and the store connections."""
         self.loop.stop()
         self.dispatcher.close()
+        self.limiter.close()
         self.db.dispose()
 
     def wake_scheduler(self) -> None:
@@ -104,6 +108,25 @@ class ControlService:
                     self._auth_cache.clear()
                 self._auth_cache[key] = (principal, now + ttl)
         return principal
+
+    def authenticate_from(self, value: str | None, address: str | None) -> Principal:
+        """:meth:`authenticate` with failed-authentication throttling per source address.
+
+        An address over ``failed_auth_per_address`` failures this minute gets ``TooManyRequests``
+        before its token is looked up (no store query).
+        """
+        limit = self.settings.failed_auth_per_address
+        key = f"authfail:{address or '?'}"
+        if limit:
+            wait = self.limiter.over(key, limit, 60)
+            if wait is not None:
+                raise TooManyRequests("too many failed authentications from this address; retry later", wait)
+        try:
+            return self.authenticate(value)
+        except Unauthorized:
+            if limit:
+                self.limiter.hit(key, limit, 60)
+            raise
 
     def forget_token(self, token_id: int) -> None:
         """Drop a token from this process's cache (called after it is revoked here)."""

@@ -85,6 +85,17 @@ class ControlSettings(BaseSettings):
         description="Seconds a verified token stays cached in this process; a revocation made through another "
         "process takes effect within this time (at once in the process that revoked it).",
     )
+    rate_limit_per_address: int = Field(
+        default=5000, ge=0, le=10_000_000, description="Requests per second from one source address (0: no limit).")
+    rate_limit_per_token: int = Field(
+        default=2000, ge=0, le=10_000_000, description="Requests per second with one bearer token (0: no limit).")
+    failed_auth_per_address: int = Field(
+        default=300, ge=0, le=10_000_000,
+        description="Failed authentications per minute from one address before its requests get 429 (0: no limit).")
+    rate_limiter: str = Field(
+        default="memory", description="RATE_LIMITERS entry: memory (per process) or redis (shared by workers).")
+    redis_url: str = Field(default="redis://127.0.0.1:6379/0", description="Redis of the redis rate limiter.")
+    rate_limit_prefix: str = Field(default="seedance:rl:", description="Key prefix of the redis rate limiter.")
     metrics_public: bool = Field(default=True, description="Serve /metrics without a token (Prometheus scrapes).")
     db_pool_size: int = Field(default=16, ge=1, le=256, description="Connections kept open per process.")
     environment: Literal["local", "production"] = Field(default="local", description="Deployment kind.")

@@ -27,7 +27,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from seedance.control.errors import ControlError, Unauthorized
+from seedance.control.errors import ControlError, TooManyRequests, Unauthorized
+from seedance.control.ratelimit import RateLimiter, retry_header, token_key
 from seedance.control.schemas import ErrorBody, ErrorItem
 from seedance.core.errors import InputError, InvalidTransition, UnknownNameError
 
@@ -70,6 +71,8 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ControlError)
     async def _control(_: Request, exc: ControlError) -> JSONResponse:
         headers = {"WWW-Authenticate": "Bearer"} if isinstance(exc, Unauthorized) else None
+        if isinstance(exc, TooManyRequests):
+            headers = {"Retry-After": retry_header(exc.retry_after_s)}
         return _body(exc.status, str(exc), headers=headers)
 
     @app.exception_handler(InputError)
@@ -219,3 +222,33 @@ class BodyLimitMiddleware:
         resp = _body(413, f"request body larger than {self.limit} bytes; nothing was stored",
                      headers={"Connection": "close"})
         await resp(scope, receive, send)
+
+
+class RateLimitMiddleware:
+    """429 with ``Retry-After`` when a source address or a bearer token passes its requests-per-second limit.
+
+    Runs before routing and authentication (a flood costs no store query); the limits are the
+    settings ``rate_limit_per_address`` and ``rate_limit_per_token``.
+    """
+
+    def __init__(self, app: ASGIApp, limiter: RateLimiter, per_address: int, per_token: int) -> None:
+        self.app = app
+        self.limiter = limiter
+        self.per_address = per_address
+        self.per_token = per_token
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            wait = None
+            if self.per_address:
+                client = scope.get("client")
+                wait = self.limiter.hit(f"addr:{client[0] if client else '?'}", self.per_address, 1)
+            if wait is None and self.per_token:
+                auth = next((v for k, v in scope.get("headers", ()) if k == b"authorization"), None)
+                if auth:
+                    wait = self.limiter.hit(f"tok:{token_key(auth.decode('latin-1'))}", self.per_token, 1)
+            if wait is not None:
+                await _body(429, "too many requests; slow down", headers={"Retry-After": retry_header(wait)})(
+                    scope, receive, send)
+                return
+        await self.app(scope, receive, send)
