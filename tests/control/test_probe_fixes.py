@@ -26,7 +26,7 @@ from seedance.control.service import ControlService
 from seedance.control.services import clusters, events, tenants, tokens
 from seedance.core.lifecycle import NodeStatus
 from tests.control.conftest import PG_BASE, LiveServer
-from tests.control.helpers import ADMIN_TOKEN, add_nodes, job_row, serve_in_thread, settings_for
+from tests.control.helpers import ADMIN_TOKEN, add_nodes, job_row, serve_in_thread, settings_for, submit
 
 DEEP = "spec:\n  x: " + "[" * 600 + "]" * 600 + "\n"
 DEEPER = "spec:\n  x: " + "[" * 5000 + "]" * 5000 + "\n"
@@ -420,3 +420,61 @@ def test_redis_rate_limiter_is_shared_between_workers() -> None:
     finally:
         a.close()
         b.close()
+
+
+# ------------------------------------------------------------------- maintained aggregates
+def test_job_counts_follow_every_write_in_its_transaction(make_service: Callable[..., ControlService],
+                                                          db_url: str) -> None:
+    from sqlalchemy import func, select, text
+
+    from seedance.control.db.aggregates import JobCount
+    from seedance.control.db.models import Job
+    from seedance.control.services import dashboard
+
+    svc = make_service(db_url)
+    add_nodes(svc, count=1, gpus=2)
+    ids = [submit(svc, gpus=1, tier=tier) for tier in ("gold", "silver", "silver", "bronze")]
+    svc.loop.run_once()  # two bind, two wait
+    with svc.db.write() as s:
+        from seedance.control.services import jobs
+
+        jobs.cancel_job(session=s, principal=svc.authenticate(ADMIN_TOKEN), job_id=ids[-1])
+
+    def by_counts() -> dict[tuple[str, str], int]:
+        with svc.db.read() as s:
+            rows = s.execute(select(JobCount.tier, JobCount.status, func.sum(JobCount.n))
+                             .group_by(JobCount.tier, JobCount.status)).all()
+        return {(t, st): int(n) for t, st, n in rows if n}
+
+    def by_scan() -> dict[tuple[str, str], int]:
+        with svc.db.read() as s:
+            rows = s.execute(select(Job.tier, Job.status, func.count(Job.id)).group_by(Job.tier, Job.status)).all()
+        return {(t, st): int(n) for t, st, n in rows}
+
+    assert by_counts() == by_scan()
+    assert sum(by_counts().values()) == 4 and by_counts()[("bronze", "cancelled")] == 1
+    with svc.db.write() as s:  # a rolled-back write leaves the counters alone
+        s.execute(text("UPDATE jobs SET status = 'failed'"))
+        s.rollback()
+    assert by_counts() == by_scan()
+    metrics = svc.metrics.render().decode()
+    assert 'seedance_jobs{cluster="default",status="running",tier="gold"} 1.0' in metrics
+    assert 'seedance_job_cost_score_count{tier="silver"} 2.0' in metrics
+    with svc.db.read() as s:
+        data = dashboard.dashboard_data(session=s, principal=svc.authenticate(ADMIN_TOKEN), cluster=None)
+    assert data.jobs_by_tier_status == {t: {st: n for (tt, st), n in by_scan().items() if tt == t}
+                                        for t in ("gold", "silver", "bronze")}
+
+
+def test_metrics_need_a_token_or_a_separate_listener(live_server_factory: Callable[..., LiveServer],
+                                                     sqlite_url: str, tmp_path: Path) -> None:
+    from tests.control.helpers import free_port
+
+    prod = live_server_factory(sqlite_url, environment="production")
+    assert prod.client(None).get("/metrics").status_code == 401
+    assert "seedance_http_requests_total" in prod.client().get("/metrics").text
+    port = free_port()
+    other = live_server_factory(f"sqlite:///{tmp_path / 'other.db'}", metrics_listen=f"127.0.0.1:{port}")
+    assert other.client(None).get("/metrics").status_code == 401  # the API port wants a token now
+    scrape = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10)
+    assert scrape.status_code == 200 and "seedance_http_requests_total" in scrape.text

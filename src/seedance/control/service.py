@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Sequence
+from typing import Any
 
 from seedance.control.costing import CostScorer, make_cost_scorer
 from seedance.control.db import migrate
@@ -63,6 +64,7 @@ class ControlService:
         )
         self.limiter: RateLimiter = RATE_LIMITERS.get(settings.rate_limiter)(
             redis_url=settings.redis_url, prefix=settings.rate_limit_prefix)
+        self._metrics_server: Any = None
         self._auth_cache: dict[str, tuple[Principal, float]] = {}
         self._auth_lock = threading.Lock()
         self.bootstrap_value: str | None = None
@@ -71,13 +73,22 @@ class ControlService:
             self.bootstrap_value = tokens.ensure_admin_token(session=s, value=secret)
 
     def start(self) -> None:
-        """Start the scheduling loop thread (when enabled)."""
+        """Start the scheduling loop thread (when enabled) and the separate metrics listener (when set)."""
         if self.settings.scheduler_enabled:
             self.loop.start()
+        if self.settings.metrics_listen and self._metrics_server is None:
+            from prometheus_client import start_http_server
+
+            host, _, port = self.settings.metrics_listen.rpartition(":")
+            self._metrics_server, _ = start_http_server(int(port), host.strip("[]"), registry=self.metrics.registry)
 
     def close(self) -> None:
         """Stop the loop, the dispatcher and the store connections."""
         self.loop.stop()
+        if self._metrics_server is not None:
+            self._metrics_server.shutdown()
+            self._metrics_server.server_close()
+            self._metrics_server = None
         self.dispatcher.close()
         self.limiter.close()
         self.db.dispose()

@@ -96,7 +96,13 @@ class ControlSettings(BaseSettings):
         default="memory", description="RATE_LIMITERS entry: memory (per process) or redis (shared by workers).")
     redis_url: str = Field(default="redis://127.0.0.1:6379/0", description="Redis of the redis rate limiter.")
     rate_limit_prefix: str = Field(default="seedance:rl:", description="Key prefix of the redis rate limiter.")
-    metrics_public: bool = Field(default=True, description="Serve /metrics without a token (Prometheus scrapes).")
+    metrics_public: bool | None = Field(
+        default=None, description="Serve /metrics on the API port without a token. Default: yes in a local "
+        "environment without metrics_listen, otherwise a bearer token is required (Prometheus: authorization).")
+    metrics_listen: str | None = Field(
+        default=None, pattern=r"^[0-9A-Za-z.:\[\]-]+:[0-9]{1,5}$",
+        description="host:port of a separate metrics listener without a token (bind it to a private address); "
+        "one per process, so with several workers use the token instead.")
     db_pool_size: int = Field(default=16, ge=1, le=256, description="Connections kept open per process.")
     environment: Literal["local", "production"] = Field(default="local", description="Deployment kind.")
 
@@ -113,6 +119,13 @@ class ControlSettings(BaseSettings):
                 f"bootstrap_token is too weak: use at least {MIN_TOKEN_CHARS} random characters "
                 f"(>= {MIN_TOKEN_BITS} bits), e.g. the output of 'openssl rand -hex 32'")
         return v
+
+    @property
+    def metrics_open(self) -> bool:
+        """Whether /metrics on the API port answers without a token."""
+        if self.metrics_public is not None:
+            return self.metrics_public
+        return self.environment == "local" and self.metrics_listen is None
 
     @model_validator(mode="after")
     def _check_url(self) -> ControlSettings:

@@ -244,5 +244,6 @@ APPEND_ONLY_TABLES = ("decisions", "events")
 ALLOC_MILLI = func.coalesce(Job.placed_gpu_milli, Job.gpu_milli)
 """Milli-GPU a bound job holds on each of its GPUs (what was placed, else what was asked)."""
 
+from seedance.control.db import aggregates as _aggregates  # noqa: E402,F401  (job_counts, migration 0004)
 from seedance.control.db import finops as _finops_tables  # noqa: E402,F401  (FinOps ledger tables, migration 0003)
 from seedance.privacy import models as _privacy_models  # noqa: E402,F401  (the privacy domain's tables)
