@@ -23,6 +23,7 @@ from seedance.control.policydoc import PolicyValidator, default_policy_validator
 from seedance.control.ratelimit import RATE_LIMITERS, RateLimiter
 from seedance.control.security import Principal, hash_token
 from seedance.control.services import tokens
+from seedance.control.services.groupcommit import GroupCommitter
 from seedance.control.services.jobs import ClusterDirectory
 from seedance.control.services.scheduling import FilterProvider, SchedulingLoop
 from seedance.control.settings import ControlSettings
@@ -64,6 +65,7 @@ class ControlService:
         )
         self.limiter: RateLimiter = RATE_LIMITERS.get(settings.rate_limiter)(
             redis_url=settings.redis_url, prefix=settings.rate_limit_prefix)
+        self.committer = GroupCommitter(self.db, max_batch=settings.group_commit_max) if settings.group_commit else None
         self._metrics_server: Any = None
         self._auth_cache: dict[str, tuple[Principal, float]] = {}
         self._auth_lock = threading.Lock()
@@ -85,6 +87,8 @@ class ControlService:
     def close(self) -> None:
         """Stop the loop, the dispatcher and the store connections."""
         self.loop.stop()
+        if self.committer is not None:
+            self.committer.close()
         if self._metrics_server is not None:
             self._metrics_server.shutdown()
             self._metrics_server.server_close()

@@ -57,6 +57,9 @@ class ControlSettings(BaseSettings):
         default=5, ge=1, le=3600,
         description="Seconds a connection may stay idle before its request headers are complete, or between "
         "requests (keep-alive); then it is closed.")
+    group_commit: bool = Field(
+        default=True, description="Commit concurrent job submissions together (each answered after its commit).")
+    group_commit_max: int = Field(default=256, ge=1, le=10_000, description="Most submissions per group commit.")
     scheduler_enabled: bool = Field(default=True, description="Run the live scheduling loop in this process.")
     scheduler_interval_s: float = Field(
         default=0.5, gt=0, le=60, description="Seconds between loop cycles when nothing wakes it earlier."
