@@ -89,11 +89,17 @@ def register(app: typer.Typer) -> None:
         name: Annotated[str, typer.Argument(help="What or who uses the token (DNS label).")],
         role: Annotated[str, typer.Option(help=f"One of {', '.join(ROLES)}.")] = "member",
         tenant_id: Annotated[int | None, typer.Option("--tenant-id", help="Tenant (default: the caller's).")] = None,
+        tenant_name: Annotated[str | None, typer.Option("--tenant", help="Tenant by name instead of id.")] = None,
         output: OutputOpt = Output.table, context: ContextOpt = None,
     ) -> None:
         """Create a token; its value is printed this once (store it now)."""
         if role not in ROLES:
             raise InputError(f"unknown role {role!r}; valid: {', '.join(ROLES)}", source="--role")
+        if tenant_name is not None:
+            found = [t["id"] for t in _call(context, "GET", "/api/v1/tenants") if t["name"] == tenant_name]
+            if not found:
+                raise InputError(f"no tenant {tenant_name!r} visible to this token", source="--tenant")
+            tenant_id = found[0]
         body: dict[str, Any] = {"name": name, "role": role}
         if tenant_id is not None:
             body["tenant_id"] = tenant_id
