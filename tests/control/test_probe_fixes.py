@@ -478,3 +478,14 @@ def test_metrics_need_a_token_or_a_separate_listener(live_server_factory: Callab
     assert other.client(None).get("/metrics").status_code == 401  # the API port wants a token now
     scrape = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10)
     assert scrape.status_code == 200 and "seedance_http_requests_total" in scrape.text
+
+
+def test_a_vanishing_gpu_fraction_is_refused() -> None:
+    from pydantic import ValidationError
+
+    from seedance.control.schemas import JobCreate
+
+    for tiny in (1e-10, 5e-10):  # within the 0.001-step tolerance, but would round to 0 milli-GPU on 1 GPU
+        with pytest.raises(ValidationError, match="at least 0.001"):
+            JobCreate(gpus=tiny)
+    assert (JobCreate(gpus=0.001).num_gpu, JobCreate(gpus=0.001).gpu_milli) == (1, 1)

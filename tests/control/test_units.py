@@ -115,7 +115,7 @@ def test_strict_request_fields() -> None:
     j = JobCreate.model_validate({"gpus": 1, "tier": "gold", "kind": "InferenceService",
                                   "deadline": "2030-01-01T00:00:00", "gpu_types": ["A100", "A100-40GB"]})
     assert j.deadline is not None and j.deadline.tzinfo is not None  # naive means UTC
-    assert j.gpu_types == ["A100-40GB"]  # aliases (exact catalog spellings, as the OpenAPI enum lists them) resolved, de-duplicated
+    assert j.gpu_types == ["A100-40GB"]  # aliases (exact spellings: the OpenAPI enum) resolved, de-duplicated
 
 
 def test_policy_documents() -> None:

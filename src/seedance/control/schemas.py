@@ -59,6 +59,11 @@ def _integral(v: object) -> object:
 
 Int = Annotated[int, BeforeValidator(_integral)]
 """An integer field of a request body: ints and integral floats; no strings, no booleans."""
+MAX_BODY_ID = 2**53
+"""Largest id in a JSON body: JSON numbers above 2**53 lose precision in many clients (JavaScript, JSON Schema
+validators comparing as floats), so a bound above it would be enforced differently than documented."""
+TenantRef = Annotated[Int, Field(ge=1, le=MAX_BODY_ID),
+                      WithJsonSchema({"type": "integer", "minimum": 1, "maximum": MAX_BODY_ID})]
 
 
 def _one_of(names: list[str], what: str) -> Any:
@@ -197,8 +202,8 @@ class TokenCreate(_In):
 
     name: Name = Field(description="A label for the token (who or what uses it).")
     role: Role = Field(strict=False, description="admin, cluster-admin, operator, member or viewer.")
-    tenant_id: Int | None = Field(
-        default=None, ge=1, le=2**62, description="Tenant of the token (default: the caller's; others: admin only)."
+    tenant_id: TenantRef | None = Field(
+        default=None, description="Tenant of the token (default: the caller's; others: admin only)."
     )
 
 
@@ -253,6 +258,12 @@ class ClusterRead(BaseModel):
 
 class NodeCreate(_In):
     """A new node of a cluster."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra={  # the cross-field rule of _gpus
+        "if": {"properties": {"gpu_count": {"const": 0}}},
+        "then": {"properties": {"gpu_model": {"type": "null"}}},
+        "else": {"required": ["gpu_model"], "properties": {"gpu_model": {"type": "string"}}},
+    })
 
     name: NodeName
     cpu_milli: Int = Field(ge=0, le=10_000_000, description="Allocatable CPU in milli-cores.")
@@ -330,7 +341,7 @@ class JobCreate(_In):
         default=None, description="Resubmitting with the same key returns the first job instead of a new one."
     )
     labels: Labels = Field(default_factory=dict)
-    tenant_id: Int | None = Field(default=None, ge=1, le=2**62, description="Admin only: submit for this tenant.")
+    tenant_id: TenantRef | None = Field(default=None, description="Admin only: submit for this tenant.")
 
     @field_validator("gpus")
     @classmethod
@@ -340,6 +351,8 @@ class JobCreate(_In):
         milli = v * MILLI_PER_GPU
         if abs(milli - round(milli)) > 1e-6:
             raise ValueError("gpus must be a multiple of 0.001")
+        if v > 0 and round(milli) == 0:
+            raise ValueError("gpus must be 0 (CPU only) or at least 0.001")
         if v > 1 and abs(v - round(v)) > 1e-9:
             raise ValueError("more than one GPU must be a whole number (fractions only below 1)")
         return v

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,7 +25,6 @@ from fastapi.responses import JSONResponse
 from sqlalchemy.exc import DBAPIError, IntegrityError, InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from seedance.control.errors import ControlError, TooManyRequests, Unauthorized
@@ -129,9 +129,17 @@ def install_error_handlers(app: FastAPI) -> None:
 
 
 def allowed_methods(request: Request) -> list[str]:
-    """Every method some route of the app serves at the request's path (FastAPI has a route per method)."""
-    return sorted(m for m in _METHODS if any(
-        route.matches({**request.scope, "method": m})[0] is Match.FULL for route in request.app.router.routes))
+    """The methods the OpenAPI document lists for the request's path: a literal path wins over templated
+    ones (``/policies/dry-run`` over ``/policies/{name}``), as OpenAPI matches them."""
+    path = request.url.path
+    literal, templated = set(), set()
+    for template, item in request.app.openapi().get("paths", {}).items():
+        methods = {m.upper() for m in item if m.upper() in _METHODS}
+        if template == path:
+            literal |= methods
+        elif "{" in template and re.fullmatch(re.sub(r"\\\{[^/]+?\\\}", "[^/]+", re.escape(template)), path):
+            templated |= methods
+    return sorted(literal or templated)
 
 
 class ServerGuardMiddleware:
