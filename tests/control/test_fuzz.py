@@ -39,7 +39,11 @@ REVOKE = "revoke_token_api_v1_tokens__token_id__delete"
 # * the FinOps, privacy and telemetry operations are their own domains' (time windows relative to now,
 #   duration strings, and a few rules their schemas do not state yet: listed in docs/control-plane.md);
 #   there a 422 for schema-valid data is tolerated until those domains state them.
-CONFIG = """[checks.negative_data_rejection]
+CONFIG = """[checks]
+# a latency check, not a correctness one: the benchmarks measure latency; this host is shared
+max_response_time = 60
+
+[checks.negative_data_rejection]
 expected-statuses = ["400", "401", "403", "404", "406", "413", "422", "428", "5xx"]
 
 [[operations]]

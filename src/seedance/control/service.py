@@ -65,7 +65,9 @@ class ControlService:
         )
         self.limiter: RateLimiter = RATE_LIMITERS.get(settings.rate_limiter)(
             redis_url=settings.redis_url, prefix=settings.rate_limit_prefix)
-        self.committer = GroupCommitter(self.db, max_batch=settings.group_commit_max) if settings.group_commit else None
+        self.committer = GroupCommitter(
+            self.db, max_batch=settings.group_commit_max, threads=settings.group_commit_threads,
+        ) if settings.group_commit else None
         self._metrics_server: Any = None
         self._auth_cache: dict[str, tuple[Principal, float]] = {}
         self._auth_lock = threading.Lock()

@@ -60,6 +60,8 @@ class ControlSettings(BaseSettings):
     group_commit: bool = Field(
         default=True, description="Commit concurrent job submissions together (each answered after its commit).")
     group_commit_max: int = Field(default=256, ge=1, le=10_000, description="Most submissions per group commit.")
+    group_commit_threads: int = Field(default=4, ge=1, le=64,
+                                      description="Committer threads (connections) on PostgreSQL; SQLite uses one.")
     scheduler_enabled: bool = Field(default=True, description="Run the live scheduling loop in this process.")
     scheduler_interval_s: float = Field(
         default=0.5, gt=0, le=60, description="Seconds between loop cycles when nothing wakes it earlier."

@@ -1,7 +1,8 @@
 """Group commit of job submissions: concurrent requests' inserts share one transaction.
 
 Request threads hand a prepared job row and its ``job.submitted`` event to :class:`GroupCommitter`
-and wait; one committer thread takes everything queued (up to ``max_batch``), inserts each row
+and wait; a committer thread (``threads`` of them, each with its own connection, so the store's
+round trips overlap) takes everything queued (up to ``max_batch``), inserts each row
 (``INSERT ... ON CONFLICT DO NOTHING RETURNING id``: a taken name or idempotency key stores
 nothing for that request, the rest of the batch goes on) with its event, commits once, and only
 then answers each request. An acknowledged job is therefore as durable as before (committed
@@ -40,26 +41,28 @@ _Item = tuple[dict[str, Any], dict[str, Any], "Future[int | None]"]
 
 
 class GroupCommitter:
-    """One committer thread per service; ``submit`` blocks until the row is committed (or refused).
+    """Committer threads of one service; ``submit`` blocks until the row is committed (or refused).
 
     Args:
         db: The store.
         max_batch: Most submissions per transaction.
+        threads: Committer threads (SQLite writes one at a time anyway: 1 there).
     """
 
-    def __init__(self, db: Database, *, max_batch: int = 256) -> None:
+    def __init__(self, db: Database, *, max_batch: int = 256, threads: int = 4) -> None:
         self.db = db
         self.max_batch = max_batch
+        self.threads = 1 if db.is_sqlite else threads
         self._stmt = _INSERT_ANY[db.dialect]
         self._queue: queue.SimpleQueue[_Item | None] = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
+        self._workers: list[threading.Thread] = []
         self._lock = threading.Lock()
         self.batches = 0
         self.items = 0
 
     def submit(self, values: dict[str, Any], event: dict[str, Any], timeout: float = 120.0) -> int | None:
         """Store one job row and its event; its id once committed, ``None`` if a unique key was taken."""
-        if self._thread is None:
+        if not self._workers:
             self._start()
         fut: Future[int | None] = Future()
         self._queue.put((values, event, fut))
@@ -67,16 +70,19 @@ class GroupCommitter:
 
     def _start(self) -> None:
         with self._lock:
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="seedance-group-commit", daemon=True)
-                self._thread.start()
+            if not self._workers:
+                for i in range(self.threads):
+                    t = threading.Thread(target=self._run, name=f"seedance-group-commit-{i}", daemon=True)
+                    t.start()
+                    self._workers.append(t)
 
     def close(self) -> None:
-        """Finish what is queued, then stop the thread."""
-        if self._thread is not None:
+        """Finish what is queued, then stop the threads."""
+        workers, self._workers = self._workers, []
+        for _ in workers:
             self._queue.put(None)
-            self._thread.join(30)
-            self._thread = None
+        for t in workers:
+            t.join(30)
 
     def _run(self) -> None:
         stop = False
@@ -90,7 +96,7 @@ class GroupCommitter:
                     nxt = self._queue.get_nowait()
                 except queue.Empty:
                     break
-                if nxt is None:
+                if nxt is None:  # one sentinel per thread: this one is ours
                     stop = True
                     break
                 batch.append(nxt)
