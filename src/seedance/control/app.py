@@ -67,7 +67,7 @@ def create_app(
     app.add_middleware(RateLimitMiddleware, limiter=svc.limiter, per_address=svc.settings.rate_limit_per_address,
                        per_token=svc.settings.rate_limit_per_token)
     app.add_middleware(RequestMetricsMiddleware, metrics=svc.metrics)
-    app.add_middleware(ServerGuardMiddleware)  # outermost: added last
+    app.add_middleware(ServerGuardMiddleware, csp=svc.settings.content_security_policy)  # outermost: added last
     return app
 
 

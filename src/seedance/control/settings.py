@@ -101,6 +101,12 @@ class ControlSettings(BaseSettings):
         default="memory", description="RATE_LIMITERS entry: memory (per process) or redis (shared by workers).")
     redis_url: str = Field(default="redis://127.0.0.1:6379/0", description="Redis of the redis rate limiter.")
     rate_limit_prefix: str = Field(default="seedance:rl:", description="Key prefix of the redis rate limiter.")
+    content_security_policy: str = Field(
+        default="default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+        "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+        pattern=r"^[\x20-\x7e]{1,4000}$",
+        description="Content-Security-Policy of every answer; add the origins of third-party scripts a consent "
+        "flow declares to script-src (they are blocked otherwise).")
     metrics_public: bool | None = Field(
         default=None, description="Serve /metrics on the API port without a token. Default: yes in a local "
         "environment without metrics_listen, otherwise a bearer token is required (Prometheus: authorization).")

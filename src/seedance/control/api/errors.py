@@ -149,9 +149,12 @@ class ServerGuardMiddleware:
     a connection whose app raised, and the client's next request on it would be reset).
     """
 
-    def __init__(self, app: ASGIApp, headers: Sequence[tuple[bytes, bytes]] = SECURITY_HEADERS) -> None:
+    def __init__(self, app: ASGIApp, headers: Sequence[tuple[bytes, bytes]] = SECURITY_HEADERS,
+                 csp: str | None = None) -> None:
         self.app = app
-        self.headers = list(headers)
+        self.headers = [h for h in headers if csp is None or h[0] != b"content-security-policy"]
+        if csp is not None:
+            self.headers.append((b"content-security-policy", csp.encode("ascii")))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
