@@ -25,6 +25,10 @@ depends_on = None
 _LIVE = sa.text("status <> 'cancelled'")
 _BUCKETS = (0.1, 0.5, 1.0, 5.0, 10.0, 50.0, 100.0, 500.0, 1000.0, 5000.0, 10000.0)  # frozen with this revision
 _SHARDS = 8
+# PostgreSQL: each connection adds to its own shard rows (backend pid), so a submission never waits for
+# the scheduling cycle's transaction, which updates the counters of every job it binds; SQLite writes one
+# transaction at a time anyway
+_PG_SHARD = "pg_backend_pid() % 64"
 _KEY = "cluster_id, tenant_id, tier, status, cost_bucket, shard"
 
 
@@ -33,9 +37,9 @@ def _bucket(row: str) -> str:
     return f"(CASE {whens} ELSE {len(_BUCKETS)} END)"
 
 
-def _bump(row: str, sign: str) -> str:
+def _bump(row: str, sign: str, shard: str) -> str:
     return (f"INSERT INTO job_counts ({_KEY}, n, cost_sum) VALUES ({row}.cluster_id, {row}.tenant_id, {row}.tier, "
-            f"{row}.status, {_bucket(row)}, {row}.id % {_SHARDS}, {sign}1, {sign}{row}.cost_score) "
+            f"{row}.status, {_bucket(row)}, {shard}, {sign}1, {sign}{row}.cost_score) "
             f"ON CONFLICT ({_KEY}) DO UPDATE SET n = job_counts.n + excluded.n, "
             "cost_sum = job_counts.cost_sum + excluded.cost_sum")
 
@@ -61,18 +65,19 @@ def _create_counts() -> None:
     if op.get_bind().dialect.name == "postgresql":
         op.execute(f"""CREATE FUNCTION seedance_job_counts() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  IF TG_OP = 'INSERT' THEN {_bump('NEW', '')}; RETURN NEW; END IF;
-  IF TG_OP = 'DELETE' THEN {_bump('OLD', '-')}; RETURN OLD; END IF;
-  IF {_CHANGED} THEN {_bump('OLD', '-')}; {_bump('NEW', '')}; END IF;
+  IF TG_OP = 'INSERT' THEN {_bump('NEW', '', _PG_SHARD)}; RETURN NEW; END IF;
+  IF TG_OP = 'DELETE' THEN {_bump('OLD', '-', _PG_SHARD)}; RETURN OLD; END IF;
+  IF {_CHANGED} THEN {_bump('OLD', '-', _PG_SHARD)}; {_bump('NEW', '', _PG_SHARD)}; END IF;
   RETURN NEW;
 END $$""")
         op.execute("CREATE TRIGGER jobs_counts AFTER INSERT OR UPDATE OR DELETE ON jobs "
                    "FOR EACH ROW EXECUTE FUNCTION seedance_job_counts()")
     else:
-        op.execute(f"CREATE TRIGGER jobs_counts_ins AFTER INSERT ON jobs BEGIN {_bump('NEW', '')}; END")
-        op.execute(f"CREATE TRIGGER jobs_counts_del AFTER DELETE ON jobs BEGIN {_bump('OLD', '-')}; END")
+        new, old = f"NEW.id % {_SHARDS}", f"OLD.id % {_SHARDS}"
+        op.execute(f"CREATE TRIGGER jobs_counts_ins AFTER INSERT ON jobs BEGIN {_bump('NEW', '', new)}; END")
+        op.execute(f"CREATE TRIGGER jobs_counts_del AFTER DELETE ON jobs BEGIN {_bump('OLD', '-', old)}; END")
         op.execute(f"CREATE TRIGGER jobs_counts_upd AFTER UPDATE ON jobs WHEN {_CHANGED_SQLITE} "
-                   f"BEGIN {_bump('OLD', '-')}; {_bump('NEW', '')}; END")
+                   f"BEGIN {_bump('OLD', '-', new)}; {_bump('NEW', '', new)}; END")
 
 
 def _drop_counts() -> None:
