@@ -34,7 +34,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-TOKEN = "bench-" + "x" * 32
+TOKEN = "bench-" + "Hq3Zt8Vw2Lk5Nm9Rp4Xs7CfJd6Gb1Ty0"  # passes the bootstrap-token strength check
 PG_DEFAULT = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 
 

@@ -99,7 +99,7 @@ def run_db(db: str, args: argparse.Namespace, jobs: list[tuple[int, int, int]]) 
     try:
         svc = ControlService(ControlSettings(database_url=url, scheduler_enabled=False, default_placement=args.policy,
                                              scheduler_batch=args.batch, explain=not args.no_explain,
-                                             bootstrap_token="bench-" + "y" * 20))
+                                             bootstrap_token="bench-" + "Hq3Zt8Vw2Lk5Nm9Rp4Xs7Cf"))
         setup_store(svc, args.nodes, jobs)
         decided = bound = cycles = 0
         decide_s = 0.0

@@ -16,7 +16,7 @@ from seedance.control.service import ControlService
 from seedance.control.services import jobs
 from seedance.control.settings import ControlSettings
 
-ADMIN_TOKEN = "sdt_test_admin_" + "a" * 24
+ADMIN_TOKEN = "sdt_test_admin_" + "Q7f2Kx9Lm3Pz8Rw4Tb6Yc1Nd"
 
 
 def settings_for(url: str, **kw: Any) -> ControlSettings:
@@ -58,7 +58,7 @@ def free_port() -> int:
 
 
 def serve_in_thread(
-    app: Any, *, start_timeout: float = 30.0, stop_timeout: float = 15.0
+    app: Any, *, start_timeout: float = 30.0, stop_timeout: float = 15.0, **uvicorn_options: Any
 ) -> tuple[str, Callable[[], None]]:
     """Serve ``app`` with uvicorn in a daemon thread on a free port; returns its URL and a stop function.
 
@@ -68,7 +68,7 @@ def serve_in_thread(
 
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
-                                           access_log=False, lifespan="on"))
+                                           access_log=False, lifespan="on", **uvicorn_options))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.time() + start_timeout

@@ -51,7 +51,7 @@ def test_submit_schedule_explain_cancel_over_http(live_server_factory: Callable[
     c = server.client()
     setup_cluster(c)
     r = c.post("/api/v1/jobs", json={"name": "ft", "kind": "TrainingJob", "tier": "silver", "gpus": 4,
-                                     "gpu_types": ["a100-80gb"], "duration_hours": 3, "idempotency_key": "k-1",
+                                     "gpu_types": ["A100-80GB"], "duration_hours": 3, "idempotency_key": "k-1",
                                      "deadline": "2030-01-01T00:00:00Z", "flexibility_hours": 2,
                                      "labels": {"team": "nlp"}})
     assert r.status_code == 201, r.text
@@ -59,7 +59,7 @@ def test_submit_schedule_explain_cancel_over_http(live_server_factory: Callable[
     assert (job["status"], job["gpu_types"], job["num_gpu"], job["gpu_milli"]) == ("pending", ["A100-80GB"], 4, 1000)
     assert job["cost_score"] == pytest.approx(4 * 3 * 5.12)
     again = c.post("/api/v1/jobs", json={"name": "ft", "kind": "TrainingJob", "tier": "silver", "gpus": 4,
-                                         "gpu_types": ["a100-80gb"], "duration_hours": 3, "idempotency_key": "k-1",
+                                         "gpu_types": ["A100-80GB"], "duration_hours": 3, "idempotency_key": "k-1",
                                          "deadline": "2030-01-01T00:00:00Z", "flexibility_hours": 2,
                                          "labels": {"team": "nlp"}})
     assert again.status_code == 200 and again.json()["id"] == job["id"]

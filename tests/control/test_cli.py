@@ -90,7 +90,7 @@ def test_local_mode_submit_get_describe_explain_cancel(home: Path, tmp_path: Pat
     ("a: [1, 2\n", "bad.yaml:2: not valid YAML"),
     ("kind: TrainingJob\nspec:\n  gpus: 1\n---\nkind: TrainingJob\nspec: {tier: diamond}\n",
      "bad.yaml:5: field spec.tier: Input should be 'gold', 'silver' or 'bronze'"),
-    ("x: &a [1]\ny: *a\n", "not valid YAML: YAML anchors and aliases are not accepted"),
+    ("x: &a [1]\ny: *a\n", "bad.yaml:1: YAML anchors and aliases are not accepted"),
 ])
 def test_bad_manifests_are_one_clear_line_and_exit_2(home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                      text: str, message: str) -> None:

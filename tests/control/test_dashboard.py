@@ -76,7 +76,7 @@ def test_dashboard_renders_heatmap_tiers_reasons_and_cost(populated: LiveServer,
     full_node, half_node = jobs["full"]["node"], jobs["half"]["node"]
     half_gpu = jobs["half"]["gpu_indices"][0]
     idle_node = "node-2"  # cordoned: nothing lands there
-    page = browser.new_page(viewport={"width": 1300, "height": 900})
+    page = browser.new_page(viewport={"width": 1300, "height": 900}, bypass_csp=True)
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
     requests: list[str] = []
@@ -114,7 +114,7 @@ def test_dashboard_renders_heatmap_tiers_reasons_and_cost(populated: LiveServer,
 
 
 def test_dashboard_asks_for_a_token_and_refuses_a_bad_one(populated: LiveServer, browser: Any) -> None:
-    page = browser.new_page()
+    page = browser.new_page(bypass_csp=True)
     page.goto(f"{populated.url}/dashboard/")
     page.wait_for_selector("#login:not([hidden])", timeout=10000)
     assert page.locator("#status").inner_text() == "token needed"

@@ -20,8 +20,7 @@ from pathlib import Path
 from tests.control.conftest import LiveServer
 from tests.control.helpers import ADMIN_TOKEN
 
-CHECKS = ("not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,"
-          "response_headers_conformance,negative_data_rejection")
+CHECKS = "all"
 MAX_EXAMPLES = int(os.environ.get("SEEDANCE_FUZZ_EXAMPLES", "12"))
 
 
@@ -32,8 +31,28 @@ REVOKE = "revoke_token_api_v1_tokens__token_id__delete"
 
 # A schema-violating body that is also over the body limit is refused with 413 before validation: that is a
 # rejection too (schemathesis' default list of rejecting statuses lacks 413).
-CONFIG = """[checks.negative_data_rejection]
+#
+# positive_data_acceptance (schema-valid data must be accepted) is relaxed, per operation, only where
+# a body carries a document whose rules JSON Schema cannot state:
+# * policies, dry-runs and compliance checks carry `config_yaml`: a YAML document (a string to the
+#   schema) validated by its own loader (CostPolicy schema, registry names, nesting and integer limits);
+# * the FinOps, privacy and telemetry operations are their own domains' (time windows relative to now,
+#   duration strings, and a few rules their schemas do not state yet: listed in docs/control-plane.md);
+#   there a 422 for schema-valid data is tolerated until those domains state them.
+CONFIG = """[checks]
+# a latency check, not a correctness one: the benchmarks measure latency; this host is shared
+max_response_time = 60
+
+[checks.negative_data_rejection]
 expected-statuses = ["400", "401", "403", "404", "406", "413", "422", "428", "5xx"]
+
+[[operations]]
+include-path-regex = "^/api/v1/(policies|compliance)"
+checks.positive_data_acceptance.expected-statuses = ["2xx", "3xx", "401", "403", "404", "409", "422", "429", "5xx"]
+
+[[operations]]
+include-path-regex = "^/api/v1/(privacy|telemetry|allocation|finops|ledger)"
+checks.positive_data_acceptance.expected-statuses = ["2xx", "3xx", "401", "403", "404", "409", "422", "429", "5xx"]
 """
 
 
@@ -47,6 +66,9 @@ def schemathesis_run(server: LiveServer, tmp: Path, *selection: str) -> str:
         capture_output=True, text=True, timeout=600, env={**os.environ, "NO_COLOR": "1"}, cwd=tmp,
     )
     out = proc.stdout + proc.stderr
+    (tmp / "schemathesis.out").write_text(out)
+    if os.environ.get("SEEDANCE_FUZZ_OUT"):
+        Path(os.environ["SEEDANCE_FUZZ_OUT"]).write_text(out)
     tail = "\n".join(out.splitlines()[-70:])
     assert proc.returncode == 0, f"schemathesis found problems:\n{tail}"
     assert "Authentication failed" not in out, tail  # every operation was really exercised
@@ -70,10 +92,12 @@ def fuzz(server: LiveServer, tmp: Path) -> dict[str, int]:
 
 
 def test_fuzz_sqlite(live_server_factory: Callable[..., LiveServer], sqlite_url: str, tmp_path: Path) -> None:
-    server = live_server_factory(sqlite_url, scheduler_enabled=True, scheduler_interval_s=0.05)
+    server = live_server_factory(sqlite_url, scheduler_enabled=True, scheduler_interval_s=0.05,
+                                 failed_auth_per_address=0)  # ignored_auth sends bad tokens on purpose
     print(json.dumps(fuzz(server, tmp_path)))
 
 
 def test_fuzz_postgresql(live_server_factory: Callable[..., LiveServer], pg_schema_url: str, tmp_path: Path) -> None:
-    server = live_server_factory(pg_schema_url, scheduler_enabled=True, scheduler_interval_s=0.05)
+    server = live_server_factory(pg_schema_url, scheduler_enabled=True, scheduler_interval_s=0.05,
+                                 failed_auth_per_address=0)
     print(json.dumps(fuzz(server, tmp_path)))

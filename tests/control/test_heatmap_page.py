@@ -87,7 +87,7 @@ def close(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
 
 def first_paint(browser: Any, url: str) -> tuple[float, float, Any, Any, list[str]]:
     """One cold load in a fresh browser context: (first paint ms, data fetched ms, context, page, errors)."""
-    ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1000}, bypass_csp=True)  # wait_for_function evals
     page = ctx.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
@@ -145,7 +145,7 @@ def test_heatmap_of_519_devices_paints_within_a_second(fleet: LiveServer, browse
 
 
 def test_heatmap_updates_live(fleet: LiveServer, browser: Any) -> None:
-    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page = browser.new_page(viewport={"width": 1400, "height": 1000}, bypass_csp=True)
     page.goto(f"{fleet.url}/dashboard/heatmap.html#token={ADMIN_TOKEN}")
     page.wait_for_selector('#status[data-state="ready"]', timeout=15000)
     sel = 'rect.gpu[data-node="gpu-node-000"][data-gpu="2"]'

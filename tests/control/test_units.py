@@ -62,7 +62,19 @@ def test_settings_refuse_placeholder_secrets_and_other_databases() -> None:
             ControlSettings(bootstrap_token=bad)
     with pytest.raises(ValidationError, match="sqlite:/// or postgresql"):
         ControlSettings(database_url="mysql://u@h/d")
-    assert ControlSettings(bootstrap_token="x" * 16).bootstrap_token is not None
+    strong = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"  # openssl rand -hex 32 shape
+    assert ControlSettings(bootstrap_token=strong).bootstrap_token is not None
+
+
+@pytest.mark.parametrize("weak", [
+    "correcthorsebattery",            # 19 characters, one dictionary phrase
+    "passwordpassword",               # the probe's 16-character dictionary word
+    "x" * 40,                         # long but one character
+    "abcabcabcabcabcabcabcabcabcabcabc",  # long, 3 distinct characters
+])
+def test_weak_bootstrap_tokens_are_refused(weak: str) -> None:
+    with pytest.raises(ValidationError, match="too weak"):
+        ControlSettings(bootstrap_token=weak)
 
 
 def test_tokens_are_random_and_hashed() -> None:
@@ -101,9 +113,9 @@ def test_strict_request_fields() -> None:
         with pytest.raises(ValidationError):
             JobCreate.model_validate(bad)
     j = JobCreate.model_validate({"gpus": 1, "tier": "gold", "kind": "InferenceService",
-                                  "deadline": "2030-01-01T00:00:00", "gpu_types": ["a100", "A100-40GB"]})
+                                  "deadline": "2030-01-01T00:00:00", "gpu_types": ["A100", "A100-40GB"]})
     assert j.deadline is not None and j.deadline.tzinfo is not None  # naive means UTC
-    assert j.gpu_types == ["A100-40GB"]  # aliases resolved and de-duplicated
+    assert j.gpu_types == ["A100-40GB"]  # aliases (exact spellings: the OpenAPI enum) resolved, de-duplicated
 
 
 def test_policy_documents() -> None:

@@ -85,6 +85,9 @@ def _run(context: str | None, fn: Any) -> Any:
         client.close()
 
 
+_PLACED = ("bound", "running")
+
+
 def _jobs_table(items: list[dict[str, Any]]) -> Any:
     from rich.table import Table
 
@@ -92,7 +95,8 @@ def _jobs_table(items: list[dict[str, Any]]) -> Any:
     for col in ("ID", "NAME", "KIND", "TIER", "GPUS", "STATUS", "NODE", "COST $", "REASON"):
         t.add_column(col)
     for j in items:
-        t.add_row(str(j["id"]), j["name"], j["kind"], j["tier"], f"{j['gpus']:g}", j["status"], j.get("node") or "-",
+        node = j.get("node") if j["status"] in _PLACED else None  # a finished job holds no node any more
+        t.add_row(str(j["id"]), j["name"], j["kind"], j["tier"], f"{j['gpus']:g}", j["status"], node or "-",
                   f"{j['cost_score']:.2f}", (j.get("status_reason") or "")[:60])
     return t
 

@@ -42,6 +42,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "seedance.cli.markets",
     "seedance.cli.trace",
     "seedance.cli.hetero",  # after explain: adds ``explain migration`` to that group
+    "seedance.cli.tenants",
 )
 
 EXIT_BAD_INPUT = 2
@@ -82,13 +83,15 @@ def main(argv: list[str] | None = None) -> int:
         return int(exc.code or 0) if not isinstance(exc.code, str) else EXIT_BAD_INPUT
     except KeyboardInterrupt:
         return 130
-    except Exception as exc:  # click usage errors and friends
+    except Exception as exc:  # click usage errors and friends (typer vendors its own click)
         import click
 
-        if isinstance(exc, click.exceptions.Abort):
+        if isinstance(exc, click.exceptions.Abort | typer.Abort):
             return 1
-        if isinstance(exc, click.ClickException):
-            exc.show()
+        if isinstance(exc, click.ClickException | typer.exceptions.TyperException) and hasattr(exc, "format_message"):
+            ctx = getattr(exc, "ctx", None)  # one "error:" line like every other failure
+            hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+            typer.echo(f"error: {exc.format_message()}{hint}", err=True)
             return EXIT_BAD_INPUT
         raise
     return rc if isinstance(rc, int) and not isinstance(rc, bool) else 0

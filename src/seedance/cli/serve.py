@@ -8,7 +8,7 @@ printed once on stderr (only its hash is stored).
 from __future__ import annotations
 
 import os
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -73,4 +73,13 @@ def register(app: typer.Typer) -> None:
         uvicorn.run(
             "seedance.control.app:create_app_from_env", factory=True, host=settings.host, port=settings.port,
             fd=fd, workers=settings.workers, log_level=log_level, access_log=False, timeout_graceful_shutdown=5,
+            **uvicorn_limits(settings),
         )
+
+
+def uvicorn_limits(settings: Any) -> dict[str, Any]:
+    """The uvicorn options enforcing the settings' header-size limit and idle timeout."""
+    from seedance.control.httpguard import GuardedHttpToolsProtocol
+
+    return {"http": GuardedHttpToolsProtocol, "h11_max_incomplete_event_size": settings.max_header_bytes,
+            "timeout_keep_alive": settings.idle_timeout_s}

@@ -17,7 +17,12 @@ from fastapi.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 import seedance
-from seedance.control.api.errors import BodyLimitMiddleware, install_error_handlers
+from seedance.control.api.errors import (
+    BodyLimitMiddleware,
+    RateLimitMiddleware,
+    ServerGuardMiddleware,
+    install_error_handlers,
+)
 from seedance.control.api.routes import clusters, finops, jobs, policies, privacy, safechange, system, tenants
 from seedance.control.observability import ControlMetrics
 from seedance.control.service import ControlService
@@ -59,7 +64,10 @@ def create_app(
     app.include_router(finops.router)
     app.mount("/dashboard", StaticFiles(directory=DASHBOARD_DIR, html=True), name="dashboard")
     app.add_middleware(BodyLimitMiddleware, limit=svc.settings.max_body_bytes)
+    app.add_middleware(RateLimitMiddleware, limiter=svc.limiter, per_address=svc.settings.rate_limit_per_address,
+                       per_token=svc.settings.rate_limit_per_token)
     app.add_middleware(RequestMetricsMiddleware, metrics=svc.metrics)
+    app.add_middleware(ServerGuardMiddleware, csp=svc.settings.content_security_policy)  # outermost: added last
     return app
 
 

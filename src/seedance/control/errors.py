@@ -39,3 +39,13 @@ class Conflict(ControlError):
     """A name already taken, an idempotency key reused with another request, a lost race."""
 
     status = 409
+
+
+class TooManyRequests(ControlError):
+    """A rate limit was hit; ``retry_after_s`` says when to come back."""
+
+    status = 429
+
+    def __init__(self, message: str, retry_after_s: float) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ValidationError
 
 from seedance.control.policydoc import MAX_YAML_BYTES
 from seedance.control.schemas import ClusterCreate, JobCreate, NodeCreate, PolicyCreate
+from seedance.control.yamlguard import check_yaml_shape
 from seedance.core.errors import InputError
 
 JOB_KINDS = ("TrainingJob", "InferenceService")
@@ -45,6 +46,7 @@ def load_manifests(text: str, *, source: str) -> list[Manifest]:
     """Parse and validate every document of a manifest file."""
     if len(text.encode("utf-8")) > MAX_MANIFEST_BYTES:
         raise InputError(f"file larger than {MAX_MANIFEST_BYTES} bytes", source=source)
+    check_yaml_shape(text, source=source)
     try:
         raw_docs = [(d, n) for d, n in _documents(text)]
     except yaml.YAMLError as exc:

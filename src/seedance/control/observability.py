@@ -10,8 +10,10 @@ Process-local series (observed as things happen):
   * ``seedance_scheduler_decisions_total`` (counter; ``outcome``, ``policy``);
   * ``seedance_job_scheduling_latency_seconds`` (histogram; ``tier``): submission → bind;
   * ``seedance_http_requests_total`` / ``seedance_http_request_duration_seconds`` (``method``, ``route``).
-Store-derived series (computed at scrape time from the database, so they survive restarts and
-agree across worker processes):
+Store-derived series (read at scrape time from the database, so they survive restarts and agree
+across worker processes). Job counts and cost histograms come from ``job_counts``, which triggers
+keep current in every writing transaction (a few dozen rows, never a scan of the queue); GPU
+allocation sums the placed (bound and running) jobs only, which the cluster's GPUs bound:
   * ``seedance_pending_jobs`` (gauge; ``cluster``, ``tier``);
   * ``seedance_jobs`` (gauge; ``cluster``, ``tier``, ``status``), active and pending only;
   * ``seedance_gpu_allocated_ratio`` (gauge; ``cluster``, ``Hostname``, ``gpu``, ``modelName``);
@@ -27,15 +29,15 @@ from typing import TYPE_CHECKING
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
-from sqlalchemy import case, func, select
+from sqlalchemy import func, select
 
+from seedance.control.db.aggregates import COST_BUCKETS, JobCount
 from seedance.control.db.models import ALLOC_MILLI, Cluster, Job, Node
 from seedance.core.lifecycle import JobStatus
 
 if TYPE_CHECKING:
     from seedance.control.db.session import Database
 
-COST_BUCKETS = (0.1, 0.5, 1.0, 5.0, 10.0, 50.0, 100.0, 500.0, 1000.0, 5000.0, 10000.0)
 _LIVE = (JobStatus.PENDING.value, JobStatus.BOUND.value, JobStatus.RUNNING.value, JobStatus.DEFERRED.value)
 
 
@@ -99,10 +101,21 @@ class StoreCollector(Collector):
         cost = HistogramMetricFamily("seedance_job_cost_score", "cost_score of live jobs (USD).", labels=["tier"])
         with self.db.read() as s:
             names = dict(s.execute(select(Cluster.id, Cluster.name)).all())
-            for cid, tier, status, n in s.execute(
-                select(Job.cluster_id, Job.tier, Job.status, func.count(Job.id))
-                .where(Job.status.in_(_LIVE)).group_by(Job.cluster_id, Job.tier, Job.status)
+            live: dict[tuple[int, str, str], int] = {}
+            hist: dict[str, list[float]] = {}  # tier -> per-bucket counts (+ overflow), then the sum
+            for cid, tier, status, bucket, n, total in s.execute(
+                select(JobCount.cluster_id, JobCount.tier, JobCount.status, JobCount.cost_bucket,
+                       func.sum(JobCount.n), func.sum(JobCount.cost_sum))
+                .where(JobCount.status.in_(_LIVE))
+                .group_by(JobCount.cluster_id, JobCount.tier, JobCount.status, JobCount.cost_bucket)
             ):
+                if not n:
+                    continue
+                live[(cid, tier, status)] = live.get((cid, tier, status), 0) + int(n)
+                h = hist.setdefault(tier, [0.0] * (len(COST_BUCKETS) + 2))
+                h[int(bucket)] += float(n)
+                h[-1] += float(total or 0.0)
+            for (cid, tier, status), n in sorted(live.items()):
                 cname = names.get(cid, str(cid))
                 jobs.add_metric([cname, tier, status], float(n))
                 if status == JobStatus.PENDING.value:
@@ -130,13 +143,11 @@ class StoreCollector(Collector):
             for cid, (c, u) in totals.items():
                 cap.add_metric([names.get(cid, str(cid))], c)
                 used.add_metric([names.get(cid, str(cid))], u)
-            cols = [func.sum(case((Job.cost_score <= b, 1), else_=0)) for b in COST_BUCKETS]
-            for agg in s.execute(
-                select(Job.tier, func.count(Job.id), func.coalesce(func.sum(Job.cost_score), 0.0), *cols)
-                .where(Job.status.in_(_LIVE)).group_by(Job.tier)
-            ):
-                tier_name, count, total = str(agg[0]), int(agg[1]), float(agg[2])
-                buckets = [(f"{b:g}", float(agg[3 + i] or 0)) for i, b in enumerate(COST_BUCKETS)]
-                buckets.append(("+Inf", float(count)))
-                cost.add_metric([tier_name], buckets, total)
+        for tier_name, h in sorted(hist.items()):
+            cumulative, buckets = 0.0, []
+            for i, b in enumerate(COST_BUCKETS):
+                cumulative += h[i]
+                buckets.append((f"{b:g}", cumulative))
+            buckets.append(("+Inf", cumulative + h[len(COST_BUCKETS)]))
+            cost.add_metric([tier_name], buckets, h[-1])
         yield from (pending, jobs, ratio, cap, used, cost)

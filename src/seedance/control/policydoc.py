@@ -21,7 +21,8 @@ plug-in options::
       region: DE
       ...                            # plug-in options, kept as given
 
-YAML anchors and aliases are refused (they let a small file expand into a huge document).
+YAML anchors and aliases are refused (they let a small file expand into a huge document), and so are
+documents nested too deep or holding huge integers (``seedance.control.yamlguard``).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any
 
+from seedance.control.yamlguard import check_yaml_shape
 from seedance.core.errors import InputError, UnknownNameError
 from seedance.core.yamldoc import compose, reject_aliases
 
@@ -39,6 +41,7 @@ def parse_yaml(text: str, *, source: str) -> Any:
     """Parse one YAML document safely (size, anchors and aliases refused); errors name the line."""
     if len(text.encode("utf-8")) > MAX_YAML_BYTES:
         raise InputError(f"YAML larger than {MAX_YAML_BYTES} bytes", source=source)
+    check_yaml_shape(text, source=source)
     reject_aliases(text, source=source)
     return compose(text, source=source, what="policy document", allow_empty=True)[1]
 

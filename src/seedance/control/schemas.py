@@ -19,14 +19,17 @@ from pydantic import (
     ConfigDict,
     Field,
     StringConstraints,
+    WithJsonSchema,
     field_validator,
     model_validator,
 )
 
+import seedance.scheduling.policies  # noqa: F401  (registers the placement policies named below)
 from seedance.core.catalog import CATALOG
 from seedance.core.errors import UnknownNameError
 from seedance.core.lifecycle import JobStatus, NodeStatus
 from seedance.core.resources import MILLI_PER_GPU
+from seedance.scheduling import PLACEMENT_POLICIES, QUEUE_ORDERS
 from seedance.tiers import DEFAULT_TIER_CONFIG
 
 NAME_PATTERN = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
@@ -41,7 +44,57 @@ Name = Annotated[str, StringConstraints(pattern=NAME_PATTERN, min_length=1, max_
 NodeName = Annotated[str, StringConstraints(pattern=NODE_NAME_PATTERN, min_length=1, max_length=253)]
 LabelKey = Annotated[str, StringConstraints(pattern=LABEL_KEY_PATTERN, min_length=1, max_length=63)]
 LabelValue = Annotated[str, StringConstraints(pattern=LABEL_VALUE_PATTERN, max_length=63)]
-Labels = Annotated[dict[LabelKey, LabelValue], Field(max_length=MAX_LABELS)]
+Labels = Annotated[dict[LabelKey, LabelValue], Field(max_length=MAX_LABELS, json_schema_extra={
+    "additionalProperties": False})]
+NO_NUL_PATTERN = r"^[^\x00]*$"
+_NO_NUL = Field(json_schema_extra={"pattern": NO_NUL_PATTERN})  # documents what _printable enforces
+
+
+def _integral(v: object) -> object:
+    """JSON Schema's ``integer`` includes ``1109.0``: accept integral floats as ints (strict otherwise)."""
+    if isinstance(v, float) and v.is_integer() and abs(v) < 2**63:
+        return int(v)
+    return v
+
+
+Int = Annotated[int, BeforeValidator(_integral)]
+"""An integer field of a request body: ints and integral floats; no strings, no booleans."""
+MAX_BODY_ID = 2**53
+"""Largest id in a JSON body: JSON numbers above 2**53 lose precision in many clients (JavaScript, JSON Schema
+validators comparing as floats), so a bound above it would be enforced differently than documented."""
+TenantRef = Annotated[Int, Field(ge=1, le=MAX_BODY_ID),
+                      WithJsonSchema({"type": "integer", "minimum": 1, "maximum": MAX_BODY_ID})]
+
+
+def _one_of(names: list[str], what: str) -> Any:
+    allowed = frozenset(names)
+
+    def check(v: str) -> str:
+        if v not in allowed:
+            raise ValueError(f"unknown {what} {v!r}; valid names: {', '.join(names)}")
+        return v
+
+    return AfterValidator(check)
+
+
+def _registry_names(registry: Any) -> list[str]:
+    return sorted({*registry.names(), *registry._aliases})
+
+
+_GPU_NAMES = CATALOG.known_names()
+GpuName = Annotated[str, _one_of(_GPU_NAMES, "GPU model"),
+                    WithJsonSchema({"type": "string", "enum": _GPU_NAMES})]
+_PLACEMENTS = _registry_names(PLACEMENT_POLICIES)
+_QUEUES = _registry_names(QUEUE_ORDERS)
+PlacementName = Annotated[str, _one_of(_PLACEMENTS, "placement policy"),
+                          WithJsonSchema({"type": "string", "enum": _PLACEMENTS})]
+QueueOrderName = Annotated[str, _one_of(_QUEUES, "queue order"),
+                           WithJsonSchema({"type": "string", "enum": _QUEUES})]
+GPUS_SCHEMA = {"anyOf": [
+    {"type": "integer", "minimum": 0, "maximum": 64},
+    {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1, "multipleOf": 0.001},
+], "default": 1.0, "description": "GPU count (a whole number up to 64), or a fraction of one GPU below 1 in steps "
+   "of 0.001."}
 def _printable(v: str) -> str:
     if "\x00" in v:
         raise ValueError("must not contain NUL characters")
@@ -58,7 +111,7 @@ def _rfc3339(v: object) -> object:
     return v
 
 
-ShortText = Annotated[str, StringConstraints(max_length=500), AfterValidator(_printable)]
+ShortText = Annotated[str, StringConstraints(max_length=500), _NO_NUL, AfterValidator(_printable)]
 RegistryName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][-A-Za-z0-9_]{0,62}$")]
 
 Tier = Enum("Tier", {n: n for n in DEFAULT_TIER_CONFIG.names()}, type=str)  # type: ignore[misc]
@@ -69,6 +122,8 @@ class Role(StrEnum):
     """What a token may do (each role includes the rights of the ones below it).
 
     * ``admin``: everything, in every tenant (create tenants, tokens for any tenant).
+    * ``cluster-admin``: an operator who may also change or remove nodes holding other tenants' jobs
+      (which re-queues or evicts them).
     * ``operator``: manage shared infrastructure (clusters, nodes, scheduling policies) and tokens
       of its own tenant, plus everything a member may do.
     * ``member``: submit and cancel jobs of its tenant.
@@ -76,6 +131,7 @@ class Role(StrEnum):
     """
 
     ADMIN = "admin"
+    CLUSTER_ADMIN = "cluster-admin"
     OPERATOR = "operator"
     MEMBER = "member"
     VIEWER = "viewer"
@@ -86,7 +142,7 @@ class Role(StrEnum):
         return _ROLE_RANK[self]
 
 
-_ROLE_RANK = {Role.VIEWER: 0, Role.MEMBER: 1, Role.OPERATOR: 2, Role.ADMIN: 3}
+_ROLE_RANK = {Role.VIEWER: 0, Role.MEMBER: 1, Role.OPERATOR: 2, Role.CLUSTER_ADMIN: 3, Role.ADMIN: 4}
 
 
 class JobKind(StrEnum):
@@ -127,7 +183,8 @@ class TenantCreate(_In):
     """A new tenant (admin only)."""
 
     name: Name = Field(description="Unique name (DNS label).")
-    display_name: Annotated[str, StringConstraints(max_length=200), AfterValidator(_printable)] = ""
+    display_name: Annotated[str, StringConstraints(max_length=200), _NO_NUL,
+                            AfterValidator(_printable)] = ""
 
 
 class TenantRead(_Out):
@@ -144,9 +201,9 @@ class TokenCreate(_In):
     """A new API token; the answer shows its value once."""
 
     name: Name = Field(description="A label for the token (who or what uses it).")
-    role: Role = Field(strict=False, description="admin, operator, member or viewer.")
-    tenant_id: int | None = Field(
-        default=None, ge=1, le=2**62, description="Tenant of the token (default: the caller's; others: admin only)."
+    role: Role = Field(strict=False, description="admin, cluster-admin, operator, member or viewer.")
+    tenant_id: TenantRef | None = Field(
+        default=None, description="Tenant of the token (default: the caller's; others: admin only)."
     )
 
 
@@ -202,11 +259,17 @@ class ClusterRead(BaseModel):
 class NodeCreate(_In):
     """A new node of a cluster."""
 
+    model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra={  # the cross-field rule of _gpus
+        "if": {"properties": {"gpu_count": {"const": 0}}},
+        "then": {"properties": {"gpu_model": {"type": "null"}}},
+        "else": {"required": ["gpu_model"], "properties": {"gpu_model": {"type": "string"}}},
+    })
+
     name: NodeName
-    cpu_milli: int = Field(ge=0, le=10_000_000, description="Allocatable CPU in milli-cores.")
-    memory_mib: int = Field(ge=0, le=1_000_000_000, description="Allocatable memory in MiB.")
-    gpu_count: int = Field(default=0, ge=0, le=MAX_GPUS_PER_JOB)
-    gpu_model: Annotated[str, StringConstraints(min_length=1, max_length=32)] | None = Field(
+    cpu_milli: Int = Field(ge=0, le=10_000_000, description="Allocatable CPU in milli-cores.")
+    memory_mib: Int = Field(ge=0, le=1_000_000_000, description="Allocatable memory in MiB.")
+    gpu_count: Int = Field(default=0, ge=0, le=MAX_GPUS_PER_JOB)
+    gpu_model: GpuName | None = Field(
         default=None, description="GPU model (catalog name or alias, e.g. A100-80GB); required with GPUs."
     )
     labels: Labels = Field(default_factory=dict, description="e.g. gpu.sla.level: gold, gpu.mode: exclusive.")
@@ -261,12 +324,12 @@ class JobCreate(_In):
     name: Name | None = Field(default=None, description="Unique in the tenant (default: generated).")
     cluster: Name = Field(default="default", description="Cluster to run on.")
     tier: Tier = Field(default=Tier("bronze"), strict=False, description="SLA tier.")
-    priority: int = Field(default=0, ge=-1000, le=1000, description="Priority within the tier.")
-    gpus: float = Field(default=1.0, ge=0, le=MAX_GPUS_PER_JOB, description="GPU count, or a fraction below 1.")
-    gpu_types: Annotated[list[Annotated[str, StringConstraints(min_length=1, max_length=32)]], Field(
-        max_length=16)] = Field(default_factory=list, description="Acceptable GPU models (empty: any).")
-    cpu_milli: int = Field(default=1000, ge=0, le=10_000_000)
-    memory_mib: int = Field(default=1024, ge=0, le=1_000_000_000)
+    priority: Int = Field(default=0, ge=-1000, le=1000, description="Priority within the tier.")
+    gpus: Annotated[float, WithJsonSchema(GPUS_SCHEMA)] = Field(default=1.0, ge=0, le=MAX_GPUS_PER_JOB)
+    gpu_types: Annotated[list[GpuName], Field(max_length=16)] = Field(
+        default_factory=list, description="Acceptable GPU models (empty: any).")
+    cpu_milli: Int = Field(default=1000, ge=0, le=10_000_000)
+    memory_mib: Int = Field(default=1024, ge=0, le=1_000_000_000)
     deadline: Annotated[dt.datetime, BeforeValidator(_rfc3339)] | None = Field(
         default=None, strict=False, description="Latest acceptable completion time (RFC 3339)."
     )
@@ -278,7 +341,7 @@ class JobCreate(_In):
         default=None, description="Resubmitting with the same key returns the first job instead of a new one."
     )
     labels: Labels = Field(default_factory=dict)
-    tenant_id: int | None = Field(default=None, ge=1, le=2**62, description="Admin only: submit for this tenant.")
+    tenant_id: TenantRef | None = Field(default=None, description="Admin only: submit for this tenant.")
 
     @field_validator("gpus")
     @classmethod
@@ -288,6 +351,8 @@ class JobCreate(_In):
         milli = v * MILLI_PER_GPU
         if abs(milli - round(milli)) > 1e-6:
             raise ValueError("gpus must be a multiple of 0.001")
+        if v > 0 and round(milli) == 0:
+            raise ValueError("gpus must be 0 (CPU only) or at least 0.001")
         if v > 1 and abs(v - round(v)) > 1e-9:
             raise ValueError("more than one GPU must be a whole number (fractions only below 1)")
         return v
@@ -350,7 +415,7 @@ class JobRead(BaseModel):
     gpus: float
     num_gpu: int
     gpu_milli: int
-    placed_gpu_milli: int | None = Field(description="Milli-GPU held per GPU when it differs from the request "
+    placed_gpu_milli: Int | None = Field(description="Milli-GPU held per GPU when it differs from the request "
                                          "(e.g. a Gold share placed as a whole GPU).")
     gpu_types: list[str]
     cpu_milli: int
@@ -382,7 +447,7 @@ class JobList(BaseModel):
     """A page of jobs, newest first."""
 
     items: list[JobRead]
-    next_before: int | None = Field(description="Pass as before_id for the next page (null: last page).")
+    next_before: Int | None = Field(description="Pass as before_id for the next page (null: last page).")
 
 
 class DecisionRead(_Out):
@@ -443,11 +508,12 @@ class PolicyCreate(_In):
 
     name: Name
     cluster: Name | None = Field(default=None, description="Cluster it applies to (null: every cluster).")
-    placement: RegistryName = Field(default="best-fit", description="Placement policy registry name.")
-    queue_order: RegistryName = Field(default="priority", description="Queue order registry name.")
+    placement: PlacementName = Field(default="best-fit", description="Placement policy registry name.")
+    queue_order: QueueOrderName = Field(default="priority", description="Queue order registry name.")
     plugin: RegistryName | None = Field(default=None, description="Cost plug-in, e.g. electricity-pricing.")
     region: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][-A-Za-z0-9_.]{0,62}$")] | None = None
-    config_yaml: Annotated[str, StringConstraints(max_length=32 * 1024), AfterValidator(_printable)] = Field(
+    config_yaml: Annotated[str, StringConstraints(max_length=32 * 1024), _NO_NUL,
+                           AfterValidator(_printable)] = Field(
         default="", description="The policy YAML, as given to the CLI's --config-file."
     )
     enabled: bool = False

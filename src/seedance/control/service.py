@@ -11,17 +11,20 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Sequence
+from typing import Any
 
 from seedance.backends.dispatch import Dispatcher, make_dispatcher
 from seedance.control.costing import CostScorer, make_cost_scorer
 from seedance.control.db import migrate
 from seedance.control.db.session import Database
-from seedance.control.errors import Unauthorized
+from seedance.control.errors import TooManyRequests, Unauthorized
 from seedance.control.observability import ControlMetrics
 from seedance.control.policydoc import PolicyValidator, default_policy_validator
+from seedance.control.ratelimit import RATE_LIMITERS, RateLimiter
 from seedance.control.security import Principal, hash_token
 from seedance.control.services import tokens
 from seedance.control.services.attestation import LiveStages
+from seedance.control.services.groupcommit import GroupCommitter
 from seedance.control.services.jobs import ClusterDirectory
 from seedance.control.services.scheduling import FilterProvider, SchedulingLoop
 from seedance.control.settings import ControlSettings
@@ -69,6 +72,12 @@ class ControlService:
             preemption=settings.preemption,
             tier_config=tier_config if tier_config is not None else DEFAULT_TIER_CONFIG,
         )
+        self.limiter: RateLimiter = RATE_LIMITERS.get(settings.rate_limiter)(
+            redis_url=settings.redis_url, prefix=settings.rate_limit_prefix)
+        self.committer = GroupCommitter(
+            self.db, max_batch=settings.group_commit_max, threads=settings.group_commit_threads,
+        ) if settings.group_commit else None
+        self._metrics_server: Any = None
         self._auth_cache: dict[str, tuple[Principal, float]] = {}
         self._auth_lock = threading.Lock()
         self.bootstrap_value: str | None = None
@@ -77,14 +86,26 @@ class ControlService:
             self.bootstrap_value = tokens.ensure_admin_token(session=s, value=secret)
 
     def start(self) -> None:
-        """Start the scheduling loop thread (when enabled)."""
+        """Start the scheduling loop thread (when enabled) and the separate metrics listener (when set)."""
         if self.settings.scheduler_enabled:
             self.loop.start()
+        if self.settings.metrics_listen and self._metrics_server is None:
+            from prometheus_client import start_http_server
+
+            host, _, port = self.settings.metrics_listen.rpartition(":")
+            self._metrics_server, _ = start_http_server(int(port), host.strip("[]"), registry=self.metrics.registry)
 
     def close(self) -> None:
         """Stop the loop, the dispatcher and the store connections."""
         self.loop.stop()
+        if self.committer is not None:
+            self.committer.close()
+        if self._metrics_server is not None:
+            self._metrics_server.shutdown()
+            self._metrics_server.server_close()
+            self._metrics_server = None
         self.dispatcher.close()
+        self.limiter.close()
         self.db.dispose()
 
     def wake_scheduler(self) -> None:
@@ -113,6 +134,25 @@ class ControlService:
                     self._auth_cache.clear()
                 self._auth_cache[key] = (principal, now + ttl)
         return principal
+
+    def authenticate_from(self, value: str | None, address: str | None) -> Principal:
+        """:meth:`authenticate` with failed-authentication throttling per source address.
+
+        An address over ``failed_auth_per_address`` failures this minute gets ``TooManyRequests``
+        before its token is looked up (no store query).
+        """
+        limit = self.settings.failed_auth_per_address
+        key = f"authfail:{address or '?'}"
+        if limit:
+            wait = self.limiter.over(key, limit, 60)
+            if wait is not None:
+                raise TooManyRequests("too many failed authentications from this address; retry later", wait)
+        try:
+            return self.authenticate(value)
+        except Unauthorized:
+            if limit:
+                self.limiter.hit(key, limit, 60)
+            raise
 
     def forget_token(self, token_id: int) -> None:
         """Drop a token from this process's cache (called after it is revoked here)."""

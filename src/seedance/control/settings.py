@@ -1,11 +1,16 @@
 """Service settings (pydantic-settings): environment variables ``SEEDANCE_*`` or keyword arguments.
 
 ``seedancectl serve`` turns its options into these settings. The one secret, the bootstrap admin
-token, is refused when it is a well-known placeholder (the FastAPI template's guard) or too short.
+token, is refused when it is a well-known placeholder (the FastAPI template's guard) or weak: shorter
+than 32 characters, fewer than 12 distinct characters, or below 128 bits by the estimate
+``length × log2(alphabet of the character classes it uses)`` (``openssl rand -hex 32`` and
+``python -c 'import secrets; print(secrets.token_urlsafe(32))'`` pass).
 """
 
 from __future__ import annotations
 
+import math
+import string
 from typing import Literal
 
 from pydantic import Field, SecretStr, field_validator, model_validator
@@ -14,6 +19,19 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from seedance.control.paths import default_database_url
 
 _PLACEHOLDERS = frozenset({"changethis", "changeme", "secret", "password", "admin", "token"})
+
+
+MIN_TOKEN_CHARS = 32
+MIN_TOKEN_BITS = 128
+_CLASSES = (string.ascii_lowercase, string.ascii_uppercase, string.digits)
+
+
+def token_bits(raw: str) -> float:
+    """Upper estimate of a secret's entropy: its length times log2 of the alphabets it draws from."""
+    alphabet = sum(len(c) for c in _CLASSES if any(ch in c for ch in raw))
+    if any(not any(ch in c for c in _CLASSES) for ch in raw):
+        alphabet += 32  # punctuation and the rest
+    return len(raw) * math.log2(max(alphabet, 2))
 
 
 class ControlSettings(BaseSettings):
@@ -32,6 +50,18 @@ class ControlSettings(BaseSettings):
     max_body_bytes: int = Field(
         default=64 * 1024, ge=1024, le=16 * 2**20, description="Largest request body accepted (413 above)."
     )
+    max_header_bytes: int = Field(
+        default=16 * 1024, ge=1024, le=1024 * 1024,
+        description="Largest request line plus headers accepted (431 and the connection closed above).")
+    idle_timeout_s: int = Field(
+        default=5, ge=1, le=3600,
+        description="Seconds a connection may stay idle before its request headers are complete, or between "
+        "requests (keep-alive); then it is closed.")
+    group_commit: bool = Field(
+        default=True, description="Commit concurrent job submissions together (each answered after its commit).")
+    group_commit_max: int = Field(default=256, ge=1, le=10_000, description="Most submissions per group commit.")
+    group_commit_threads: int = Field(default=4, ge=1, le=64,
+                                      description="Committer threads (connections) on PostgreSQL; SQLite uses one.")
     scheduler_enabled: bool = Field(default=True, description="Run the live scheduling loop in this process.")
     scheduler_interval_s: float = Field(
         default=0.5, gt=0, le=60, description="Seconds between loop cycles when nothing wakes it earlier."
@@ -65,7 +95,30 @@ class ControlSettings(BaseSettings):
         description="Seconds a verified token stays cached in this process; a revocation made through another "
         "process takes effect within this time (at once in the process that revoked it).",
     )
-    metrics_public: bool = Field(default=True, description="Serve /metrics without a token (Prometheus scrapes).")
+    rate_limit_per_address: int = Field(
+        default=5000, ge=0, le=10_000_000, description="Requests per second from one source address (0: no limit).")
+    rate_limit_per_token: int = Field(
+        default=2000, ge=0, le=10_000_000, description="Requests per second with one bearer token (0: no limit).")
+    failed_auth_per_address: int = Field(
+        default=300, ge=0, le=10_000_000,
+        description="Failed authentications per minute from one address before its requests get 429 (0: no limit).")
+    rate_limiter: str = Field(
+        default="memory", description="RATE_LIMITERS entry: memory (per process) or redis (shared by workers).")
+    redis_url: str = Field(default="redis://127.0.0.1:6379/0", description="Redis of the redis rate limiter.")
+    rate_limit_prefix: str = Field(default="seedance:rl:", description="Key prefix of the redis rate limiter.")
+    content_security_policy: str = Field(
+        default="default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+        "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+        pattern=r"^[\x20-\x7e]{1,4000}$",
+        description="Content-Security-Policy of every answer; add the origins of third-party scripts a consent "
+        "flow declares to script-src (they are blocked otherwise).")
+    metrics_public: bool | None = Field(
+        default=None, description="Serve /metrics on the API port without a token. Default: yes in a local "
+        "environment without metrics_listen, otherwise a bearer token is required (Prometheus: authorization).")
+    metrics_listen: str | None = Field(
+        default=None, pattern=r"^[0-9A-Za-z.:\[\]-]+:[0-9]{1,5}$",
+        description="host:port of a separate metrics listener without a token (bind it to a private address); "
+        "one per process, so with several workers use the token instead.")
     db_pool_size: int = Field(default=16, ge=1, le=256, description="Connections kept open per process.")
     environment: Literal["local", "production"] = Field(default="local", description="Deployment kind.")
 
@@ -77,9 +130,18 @@ class ControlSettings(BaseSettings):
         raw = v.get_secret_value()
         if raw.lower() in _PLACEHOLDERS:
             raise ValueError("bootstrap_token is a placeholder value; generate a random one")
-        if len(raw) < 16:
-            raise ValueError("bootstrap_token must be at least 16 characters")
+        if len(raw) < MIN_TOKEN_CHARS or len(set(raw)) < 12 or token_bits(raw) < MIN_TOKEN_BITS:
+            raise ValueError(
+                f"bootstrap_token is too weak: use at least {MIN_TOKEN_CHARS} random characters "
+                f"(>= {MIN_TOKEN_BITS} bits), e.g. the output of 'openssl rand -hex 32'")
         return v
+
+    @property
+    def metrics_open(self) -> bool:
+        """Whether /metrics on the API port answers without a token."""
+        if self.metrics_public is not None:
+            return self.metrics_public
+        return self.environment == "local" and self.metrics_listen is None
 
     @model_validator(mode="after")
     def _check_url(self) -> ControlSettings:

@@ -27,7 +27,9 @@ def get_principal(
     request: Request, creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
 ) -> Principal:
     """The caller, from the bearer token (401 when missing, unknown or revoked)."""
-    return get_service(request).authenticate(creds.credentials if creds is not None else None)
+    client = request.scope.get("client")
+    return get_service(request).authenticate_from(creds.credentials if creds is not None else None,
+                                                  client[0] if client else None)
 
 
 PrincipalDep = Annotated[Principal, Depends(get_principal)]

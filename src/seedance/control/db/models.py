@@ -34,6 +34,7 @@ from sqlalchemy import (
     TypeDecorator,
     UniqueConstraint,
     func,
+    text,
 )
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Dialect
@@ -138,7 +139,9 @@ class Job(Base):
 
     __tablename__ = "jobs"
     __table_args__ = (
-        UniqueConstraint("tenant_id", "name", name="uq_jobs_tenant_name"),
+        # a cancelled job's name may be used again (migration 0004_i20)
+        Index("uq_jobs_tenant_live_name", "tenant_id", "name", unique=True,
+              sqlite_where=text("status <> 'cancelled'"), postgresql_where=text("status <> 'cancelled'")),
         UniqueConstraint("tenant_id", "idempotency_key", name="uq_jobs_tenant_idem"),
         Index("ix_jobs_cluster_status", "cluster_id", "status"),
     )
@@ -242,5 +245,6 @@ APPEND_ONLY_TABLES = ("decisions", "events")
 ALLOC_MILLI = func.coalesce(Job.placed_gpu_milli, Job.gpu_milli)
 """Milli-GPU a bound job holds on each of its GPUs (what was placed, else what was asked)."""
 
+from seedance.control.db import aggregates as _aggregates  # noqa: E402,F401  (job_counts, migration 0004)
 from seedance.control.db import finops as _finops_tables  # noqa: E402,F401  (FinOps ledger tables, migration 0003)
 from seedance.privacy import models as _privacy_models  # noqa: E402,F401  (the privacy domain's tables)

@@ -4,11 +4,12 @@ SQLite runs in WAL mode with ``synchronous=NORMAL``: a committed transaction sur
 process being killed (only a power cut can lose the last ones). Write sessions start with
 ``BEGIN IMMEDIATE`` so that concurrent writers queue on the busy timeout instead of failing
 with ``SQLITE_BUSY`` when a read lock cannot be upgraded; read sessions start ``DEFERRED`` and
-never block. PostgreSQL uses its default READ COMMITTED isolation.
+never block. PostgreSQL uses its default READ COMMITTED isolation. The SQLite file is mode 0600.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -42,6 +43,7 @@ class Database:
             if not db or db == ":memory:":
                 raise InputError("an in-memory SQLite store cannot be shared; give a file path", source="database_url")
             Path(db).parent.mkdir(parents=True, exist_ok=True)
+            private_file(Path(db))
             self.engine: Engine = create_engine(
                 parsed, pool_size=pool_size, max_overflow=pool_size, pool_timeout=60,
                 connect_args={"check_same_thread": False, "timeout": 60},
@@ -105,6 +107,19 @@ class Database:
     def describe(self) -> str:
         """The URL without a password."""
         return self.url.render_as_string(hide_password=True)
+
+
+def private_file(path: Path) -> None:
+    """Create ``path`` (and fix an existing one and its WAL/SHM files) readable by its owner only.
+
+    SQLite gives its ``-wal`` and ``-shm`` files the mode of the database file, so 0600 here keeps
+    tokens' hashes and job data away from other local users.
+    """
+    if not path.exists():
+        os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
+    for p in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        if p.exists() and (p.stat().st_mode & 0o077):
+            os.chmod(p, 0o600)
 
 
 def _sqlite_setup(engine: Engine) -> None:

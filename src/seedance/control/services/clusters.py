@@ -3,6 +3,10 @@
 Every node change bumps the cluster's versions (see ``db.models``): anything that can take
 capacity away bumps ``sched_version`` (an in-flight scheduling cycle then refuses to commit and
 re-plans); anything that gives capacity bumps ``capacity_version`` (pending jobs are re-tried).
+
+Nodes are shared by every tenant, but their jobs are not: an operator may change or remove a node
+only while it holds no bound or running job of another tenant; otherwise that takes the
+``cluster-admin`` role (or ``admin``). Node events carry no tenant and so never name jobs.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from seedance.control.db.models import ALLOC_MILLI, Cluster, Job, Node, utcnow
-from seedance.control.errors import Conflict, NotFound
+from seedance.control.errors import Conflict, Forbidden, NotFound
 from seedance.control.schemas import ClusterCreate, ClusterRead, NodeCreate, NodeRead, NodeUpdate, Role
 from seedance.control.security import Principal
 from seedance.control.services import events
@@ -154,6 +158,19 @@ def list_nodes(*, session: Session, cluster_name: str) -> tuple[Cluster, list[No
     return cluster, nodes
 
 
+def _guard_foreign_jobs(*, session: Session, principal: Principal, cluster_id: int, node: Node, action: str) -> None:
+    """Refuse ``action`` on a node holding other tenants' placed jobs unless the caller is a cluster-admin."""
+    if principal.role.rank >= Role.CLUSTER_ADMIN.rank:
+        return
+    foreign = session.execute(select(func.count(Job.id)).where(
+        Job.cluster_id == cluster_id, Job.node_name == node.name, Job.status.in_(ACTIVE),
+        Job.tenant_id != principal.tenant_id,
+    )).scalar_one()
+    if foreign:
+        raise Forbidden(f"node {node.name!r} holds jobs of other tenants; {action} it needs role cluster-admin "
+                        f"(this token is {principal.role.value})")
+
+
 def update_node(
     *, session: Session, principal: Principal, cluster_name: str, node_name: str, data: NodeUpdate
 ) -> Node:
@@ -174,6 +191,7 @@ def update_node(
         sched = capacity = True  # label filters may both exclude and admit the node now
     if not changes:
         return node
+    _guard_foreign_jobs(session=session, principal=principal, cluster_id=cluster.id, node=node, action="changing")
     rows = session.execute(
         update(Node).where(Node.id == node.id, Node.version == node.version)
         .values(**changes, version=Node.version + 1)
@@ -193,6 +211,7 @@ def delete_node(*, session: Session, principal: Principal, cluster_name: str, no
     """Remove a node; its bound and running jobs go back to pending. Returns their ids."""
     principal.require(Role.OPERATOR, "removing a node")
     cluster, node = get_node(session=session, cluster_name=cluster_name, node_name=node_name)
+    _guard_foreign_jobs(session=session, principal=principal, cluster_id=cluster.id, node=node, action="removing")
     victims = list(session.scalars(
         select(Job).where(Job.cluster_id == cluster.id, Job.node_name == node.name, Job.status.in_(ACTIVE))
     ))
@@ -216,7 +235,7 @@ def delete_node(*, session: Session, principal: Principal, cluster_name: str, no
     session.flush()
     bump(session=session, cluster_id=cluster.id, sched=True, capacity=True)
     events.record(session=session, kind="node.removed", cluster_id=cluster.id, message=f"node {node.name}",
-                  data={"requeued": [j.id for j in victims],
+                  data={"requeued_jobs": len(victims),
                         "labels": {str(k): str(v) for k, v in node.labels.items()}})
     return [j.id for j in victims]
 

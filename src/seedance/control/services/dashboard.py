@@ -1,7 +1,10 @@
 """What the web dashboard draws: heatmap, jobs by tier and status, pending reasons, cost over time.
 
 Job-derived panels are scoped to the caller's tenant (admins see all); the heatmap shows the
-shared infrastructure (allocation only, no job identities). Cost over time is the spend rate
+shared infrastructure (allocation only, no job identities). Jobs by tier and status come from the
+trigger-maintained ``job_counts`` (no scan of the jobs); pending reasons are grouped over the
+newest ``REASON_SAMPLE`` waiting jobs (an index range, bounded whatever the queue length).
+Cost over time is the spend rate
 ($/h) of the GPUs held by jobs at each of ``points`` instants of the last ``window_h`` hours: each
 job bound in the window contributes ``gpus × catalog $/GPU-h of its node's model`` from its bind
 to its end.
@@ -15,6 +18,7 @@ import numpy as np
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from seedance.control.db.aggregates import JobCount
 from seedance.control.db.models import ALLOC_MILLI, Cluster, Job, Node, utcnow
 from seedance.control.schemas import CostPoint, DashboardData, HeatmapRow
 from seedance.control.security import Principal
@@ -23,6 +27,7 @@ from seedance.core.catalog import CATALOG
 from seedance.core.lifecycle import JobStatus
 
 _MAX_COST_JOBS = 50_000
+REASON_SAMPLE = 2000
 
 
 def dashboard_data(
@@ -49,17 +54,21 @@ def dashboard_data(
             models[n.name] = n.gpu_model
             heat.append(HeatmapRow(node=n.name, model=n.gpu_model, status=n.status,
                                    tier=n.labels.get("gpu.sla.level"), gpu_milli=alloc[n.name].gpu_milli))
-        q = select(Job.tier, Job.status, func.count(Job.id)).where(Job.cluster_id == chosen.id)
+        q = select(JobCount.tier, JobCount.status, func.sum(JobCount.n)).where(JobCount.cluster_id == chosen.id)
         if scope is not None:
-            q = q.where(Job.tenant_id == scope)
-        for tier, status, count in session.execute(q.group_by(Job.tier, Job.status)):
-            by.setdefault(tier, {})[status] = int(count)
-        rq = (select(Job.status_reason, Job.tier, func.count(Job.id), func.min(Job.name))
-              .where(Job.cluster_id == chosen.id,
-                     Job.status.in_((JobStatus.PENDING.value, JobStatus.UNSCHEDULABLE.value)))
-              .group_by(Job.status_reason, Job.tier).order_by(func.count(Job.id).desc()).limit(20))
+            q = q.where(JobCount.tenant_id == scope)
+        for tier, status, count in session.execute(q.group_by(JobCount.tier, JobCount.status)):
+            if count:
+                by.setdefault(tier, {})[status] = int(count)
+        waiting = (select(Job.status_reason, Job.tier, Job.name)
+                   .where(Job.cluster_id == chosen.id,
+                          Job.status.in_((JobStatus.PENDING.value, JobStatus.UNSCHEDULABLE.value)))
+                   .order_by(Job.id.desc()).limit(REASON_SAMPLE))
         if scope is not None:
-            rq = rq.where(Job.tenant_id == scope)
+            waiting = waiting.where(Job.tenant_id == scope)
+        sample = waiting.subquery()
+        rq = (select(sample.c.status_reason, sample.c.tier, func.count(), func.min(sample.c.name))
+              .group_by(sample.c.status_reason, sample.c.tier).order_by(func.count().desc()).limit(20))
         reasons = [{"reason": r, "tier": t, "jobs": int(c), "example": ex} for r, t, c, ex in session.execute(rq)]
         cost = _cost_series(session, chosen.id, scope, models, now, window_h, points)
     return DashboardData(

@@ -64,14 +64,43 @@ def submit_job(
     Hot path: one ``INSERT ... ON CONFLICT (tenant, key) DO NOTHING RETURNING id`` plus the event
     insert; the cluster's id and GPU models come from ``directory`` (cached).
     """
+    conn = session.connection()
+    values, event = prepare_submission(session=session, principal=principal, data=data, scorer=scorer,
+                                       directory=directory)
+    tenant_id, name, digest = values["tenant_id"], values["name"], values["request_hash"]
+    stmt: Any = _INSERT_JOB
+    if data.idempotency_key is not None:
+        stmt = _INSERT_JOB_IDEM_PG if conn.dialect.name == "postgresql" else _INSERT_JOB_IDEM_SQLITE
+    try:
+        job_id = conn.execute(stmt, values).scalar()
+    except IntegrityError:
+        raise Conflict(f"a job called {name!r} already exists in this tenant") from None
+    if job_id is None:  # the key exists (maybe committed a moment ago by a concurrent retry)
+        earlier = session.scalars(
+            select(Job).where(Job.tenant_id == tenant_id, Job.idempotency_key == data.idempotency_key)
+        ).one()
+        if earlier.request_hash != digest:
+            raise Conflict("idempotency_key was already used with a different request")
+        return to_read(earlier, directory.name_of(conn, earlier.cluster_id)), False
+    conn.execute(_INSERT_EVENT, {**event, "job_id": job_id})
+    return read_from_values(job_id, values, data.cluster), True
+
+
+def prepare_submission(
+    *, session: Session, principal: Principal, data: JobCreate, scorer: CostScorer, directory: ClusterDirectory
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Check the caller and price the job: the job row's values and its ``job.submitted`` event (no job id yet).
+
+    Touches the store only for a tenant override or a cluster missing from ``directory``'s cache.
+    """
     tenant_id = principal.tenant_id
     if data.tenant_id is not None and data.tenant_id != principal.tenant_id:
         tenants.get_tenant(session=session, principal=principal, tenant_id=data.tenant_id)  # 404 first
         tenant_id = data.tenant_id
     principal.require(Role.MEMBER, "submitting a job")
-    conn = session.connection()
     digest = request_hash(data)
-    cluster_id, models = directory.lookup(conn, data.cluster)
+    cached = directory.cached(data.cluster)
+    cluster_id, models = cached if cached is not None else directory.lookup(session.connection(), data.cluster)
     estimate = scorer.estimate(CostInput(
         num_gpu=data.num_gpu, gpu_milli=data.gpu_milli, gpu_types=tuple(data.gpu_types), cluster_models=models,
         duration_hours=data.duration_hours, tier=data.tier.value, flexibility_hours=data.flexibility_hours,
@@ -89,29 +118,31 @@ def submit_job(
         "node_name": None, "gpu_indices": [], "cost_score": estimate.score, "cost_basis": estimate.basis[:200],
         "version": 0, "attempt_capacity_version": -1, "created_at": now, "updated_at": now,
     }
-    stmt: Any = _INSERT_JOB
-    if data.idempotency_key is not None:
-        stmt = _INSERT_JOB_IDEM_PG if conn.dialect.name == "postgresql" else _INSERT_JOB_IDEM_SQLITE
-    try:
-        job_id = conn.execute(stmt, values).scalar()
-    except IntegrityError:
-        raise Conflict(f"a job called {name!r} already exists in this tenant") from None
-    if job_id is None:  # the key exists (maybe committed a moment ago by a concurrent retry)
-        earlier = session.scalars(
-            select(Job).where(Job.tenant_id == tenant_id, Job.idempotency_key == data.idempotency_key)
-        ).one()
-        if earlier.request_hash != digest:
-            raise Conflict("idempotency_key was already used with a different request")
-        return to_read(earlier, directory.name_of(conn, earlier.cluster_id)), False
-    conn.execute(_INSERT_EVENT, {
-        "tenant_id": tenant_id, "job_id": job_id, "cluster_id": cluster_id, "kind": "job.submitted",
+    event = {
+        "tenant_id": tenant_id, "cluster_id": cluster_id, "kind": "job.submitted",
         "message": f"{data.kind.value} {name}: {data.gpus:g} GPU, tier {data.tier.value}",
         "data": {"cost_score": estimate.score}, "created_at": now,
-    })
-    return _read_from_values(job_id, values, data.cluster), True
+    }
+    return values, event
 
 
-def _read_from_values(job_id: int, v: dict[str, Any], cluster: str) -> JobRead:
+def resolve_not_inserted(*, session: Session, values: dict[str, Any], cluster: str,
+                         directory: ClusterDirectory) -> JobRead:
+    """A grouped insert stored nothing (a unique key was taken): the replay of an earlier job with the
+    same idempotency key and request, else ``Conflict`` (key reused with another request, or name taken)."""
+    key = values["idempotency_key"]
+    if key is not None:
+        earlier = session.scalars(
+            select(Job).where(Job.tenant_id == values["tenant_id"], Job.idempotency_key == key)).first()
+        if earlier is not None:
+            if earlier.request_hash != values["request_hash"]:
+                raise Conflict("idempotency_key was already used with a different request")
+            return to_read(earlier, directory.name_of(session.connection(), earlier.cluster_id))
+    raise Conflict(f"a job called {values['name']!r} already exists in this tenant")
+
+
+def read_from_values(job_id: int, v: dict[str, Any], cluster: str) -> JobRead:
+    """The API view of a job just inserted with values ``v``."""
     return JobRead(
         id=job_id, tenant_id=v["tenant_id"], name=v["name"], kind=JobKind(v["kind"]), cluster=cluster,
         tier=v["tier"],
@@ -137,6 +168,13 @@ class ClusterDirectory:
         self.ttl_s = ttl_s
         self._by_name: dict[str, tuple[int, tuple[str, ...], float]] = {}
         self._names: dict[int, str] = {}
+
+    def cached(self, name: str) -> tuple[int, tuple[str, ...]] | None:
+        """Id and GPU models of ``name`` if cached and fresh (no store access)."""
+        hit = self._by_name.get(name)
+        if hit is not None and hit[2] > time.monotonic():
+            return hit[0], hit[1]
+        return None
 
     def lookup(self, conn: Connection, name: str) -> tuple[int, tuple[str, ...]]:
         """Id and GPU models of the cluster called ``name`` (404 if none)."""
@@ -176,7 +214,8 @@ def find_job(*, session: Session, principal: Principal, ref: str) -> Job:
     """A job by id (digits) or by name in the caller's tenant."""
     if ref.isdigit():
         return get_job(session=session, principal=principal, job_id=int(ref))
-    job = session.scalars(select(Job).where(Job.tenant_id == principal.tenant_id, Job.name == ref)).first()
+    job = session.scalars(select(Job).where(Job.tenant_id == principal.tenant_id, Job.name == ref)
+                          .order_by(Job.id.desc())).first()  # a cancelled job's name may be reused: newest
     if job is None:
         raise NotFound(f"job {ref!r} not found")
     return job

@@ -10,8 +10,13 @@ from seedance.control.errors import Conflict, Forbidden, NotFound
 from seedance.control.schemas import Role, TokenCreate
 from seedance.control.security import Principal, display_prefix, hash_token, new_token_value
 from seedance.control.services import events, tenants
+from seedance.core.errors import InputError
 
 SYSTEM_TENANT = "system"
+
+
+class BootstrapRevoked(InputError):
+    """The configured bootstrap token was revoked (start-up refuses it)."""
 
 
 def create_token(*, session: Session, principal: Principal, data: TokenCreate) -> tuple[ApiToken, str]:
@@ -75,10 +80,12 @@ def revoke_token(*, session: Session, principal: Principal, token_id: int) -> Ap
             raise Forbidden(f"a {principal.role.value} token cannot revoke a {token.role} token")
     if token.revoked_at is None:
         if token.role == Role.ADMIN.value:
-            others = session.scalars(select(ApiToken.id).where(
-                ApiToken.role == Role.ADMIN.value, ApiToken.revoked_at.is_(None), ApiToken.id != token.id
-            )).first()
-            if others is None:
+            # lock every live admin token (in id order: no deadlock) so that two concurrent revocations
+            # cannot each see the other's token as the one that stays
+            live = session.scalars(select(ApiToken.id).where(
+                ApiToken.role == Role.ADMIN.value, ApiToken.revoked_at.is_(None)
+            ).order_by(ApiToken.id).with_for_update()).all()
+            if not [t for t in live if t != token.id]:
                 raise Conflict("this is the last admin token; create another admin token before revoking it")
         now = utcnow()
         session.execute(update(ApiToken).where(ApiToken.id == token.id).values(revoked_at=now))
@@ -105,14 +112,24 @@ def authenticate(*, session: Session, value: str) -> Principal | None:
 def ensure_admin_token(*, session: Session, value: str | None, name: str = "bootstrap") -> str | None:
     """Make sure an admin token exists.
 
-    With ``value``: store that token (idempotent). Without: create a random admin token only if no
-    admin token exists yet, and return its value (to be shown once); otherwise return ``None``.
+    With ``value``: store that token (idempotent). A value that was stored and then revoked stays
+    revoked: start-up fails with ``BootstrapRevoked`` (set a new value; it becomes a new admin
+    token) instead of starting with a token that answers 401. Without ``value``: create a random
+    admin token only if no live admin token exists, and return its value (to be shown once);
+    otherwise return ``None``.
     """
     system = tenants.ensure_tenant(session=session, name=SYSTEM_TENANT, display_name="platform administrators")
     if value is not None:
-        exists = session.scalars(select(ApiToken.id).where(ApiToken.token_hash == hash_token(value))).first()
-        if exists is None:
+        row = session.execute(select(ApiToken.id, ApiToken.revoked_at)
+                              .where(ApiToken.token_hash == hash_token(value))).first()
+        if row is None:
             _insert(session=session, tenant_id=system.id, name=name, role=Role.ADMIN, value=value)
+        elif row[1] is not None:
+            raise BootstrapRevoked(
+                f"the bootstrap token (SEEDANCE_BOOTSTRAP_TOKEN, token id {row[0]}) was revoked at "
+                f"{row[1].isoformat()}; a revoked token is never reinstated: set a new value to create a new "
+                "admin token, or unset it to get a random one if no admin token is left",
+                source="settings", field="bootstrap_token")
         return None
     live_admin = session.scalars(
         select(ApiToken.id).where(ApiToken.role == Role.ADMIN.value, ApiToken.revoked_at.is_(None))

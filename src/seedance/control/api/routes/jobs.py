@@ -34,9 +34,22 @@ router = APIRouter(prefix="/api/v1", responses=ERROR_RESPONSES)
 )
 def submit_job(data: JobCreate, svc: ServiceDep, me: PrincipalDep) -> Response:
     """Submit a job (member). Answered after the job is durably stored."""
-    with svc.db.write() as s:
-        out, created = jobs.submit_job(session=s, principal=me, data=data, scorer=svc.scorer,
-                                       directory=svc.directory)
+    if svc.committer is not None:  # group commit: this insert shares a transaction with concurrent ones
+        with svc.db.read() as s:
+            values, event = jobs.prepare_submission(session=s, principal=me, data=data, scorer=svc.scorer,
+                                                    directory=svc.directory)
+        job_id = svc.committer.submit(values, event)
+        if job_id is not None:
+            out, created = jobs.read_from_values(job_id, values, data.cluster), True
+        else:
+            with svc.db.read() as s:
+                out = jobs.resolve_not_inserted(session=s, values=values, cluster=data.cluster,
+                                                directory=svc.directory)
+            created = False
+    else:
+        with svc.db.write() as s:
+            out, created = jobs.submit_job(session=s, principal=me, data=data, scorer=svc.scorer,
+                                           directory=svc.directory)
     if created:
         svc.wake_scheduler()
         return Response(out.model_dump_json(), status_code=201, media_type="application/json")

@@ -31,8 +31,8 @@ def healthz(svc: ServiceDep) -> Health:
                **{k: v for k, v in ERROR_RESPONSES.items() if k == 401}},
 )
 def metrics(svc: ServiceDep, request: Request) -> Response:
-    """Prometheus metrics (public unless the service says otherwise)."""
-    if not svc.settings.metrics_public:
+    """Prometheus metrics: public only where the settings say so (see ``metrics_public``, ``metrics_listen``)."""
+    if not svc.settings.metrics_open:
         header = request.headers.get("authorization", "")
         svc.authenticate(header[7:] if header.lower().startswith("bearer ") else None)
     return Response(svc.metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8")
