@@ -67,6 +67,7 @@ FALLBACKS.add("borrow", _borrow)
 FALLBACKS.add("preempt", _preempt)
 BIND_HOOKS.add("mig-ledger", _mig_ledger)
 
-# stages of other domains register themselves on import (trust, cost-aware deferral)
+# stages of other domains register themselves on import (trust, cost-aware deferral, CUDA pre-flight)
 import seedance.costmodel.deferral_stage  # noqa: E402, F401
+import seedance.hetero.profile_stages  # noqa: E402, F401
 import seedance.trust.profile_stages  # noqa: E402, F401
