@@ -24,6 +24,7 @@ import typer
 import yaml
 
 from seedance.core.errors import InputError
+from seedance.core.yamldoc import compose
 
 CONTEXT_ENV = "SEEDANCE_CONTEXT"
 
@@ -40,10 +41,7 @@ def load_config() -> dict[str, Any]:
     path = config_path()
     if not path.exists():
         return {"current-context": None, "contexts": []}
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as exc:
-        raise InputError(f"not valid YAML: {exc}", source=str(path)) from None
+    data = compose(path.read_text(encoding="utf-8"), source=str(path), what="config", allow_empty=True)[1] or {}
     if not isinstance(data, dict) or not isinstance(data.get("contexts", []), list):
         raise InputError("expected a mapping with a 'contexts' list", source=str(path))
     data.setdefault("contexts", [])

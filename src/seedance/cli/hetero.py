@@ -75,8 +75,7 @@ def _node(spec: NodeSpec, where: str) -> Any:
 
 def explain_spec(path: Path) -> dict[str, Any]:
     """Plan the move described by a JSON/YAML spec file."""
-    import yaml
-
+    from seedance.core import yamldoc
     from seedance.hetero.migration import MigrationPlanner, MigrationRequest
     from seedance.hetero.throughput import default_matrix
     from seedance.storage.checkpoint import checkpoint_gb
@@ -85,12 +84,10 @@ def explain_spec(path: Path) -> dict[str, Any]:
 
     src = str(path)
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror}", source=src) from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise InputError(f"not JSON/YAML: {exc}", source=src, line=mark.line + 1 if mark else None) from None
+    raw = yamldoc.compose(text, source=src, what="migration spec", allow_empty=True)[1]
     try:
         spec = MigrationSpec.model_validate(raw)
     except ValidationError as exc:

@@ -45,12 +45,9 @@ def _pods(path: Path | None, node: str) -> Any:
         text = path.read_text(encoding="utf-8")
     except OSError:
         raise InputError("cannot open file", source=str(path)) from None
-    import yaml
+    from seedance.core.yamldoc import compose
 
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise InputError(f"not YAML/JSON: {exc}", source=str(path)) from None
+    doc = compose(text, source=str(path), what="pod list", allow_empty=True)[1]
     items = doc.get("items", []) if isinstance(doc, dict) else doc
     ns_labels = doc.get("namespaceLabels", {}) if isinstance(doc, dict) else {}
     if not isinstance(items, list):

@@ -122,16 +122,11 @@ def register(app: typer.Typer) -> None:
         output: Annotated[Output, typer.Option("-o", "--output", help="Output format.")] = Output.table,
     ) -> None:
         """Isolation grade of every share, and the weakest per node and per tenant."""
-        import yaml
-
+        from seedance.core import yamldoc
         from seedance.core.resources import SliceBackend
         from seedance.trust.grades import SliceShare, grade_shares
 
-        try:
-            doc = yaml.safe_load(_read(from_))
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            raise InputError("not YAML/JSON", source=str(from_), line=mark.line + 1 if mark else None) from exc
+        doc = yamldoc.compose(_read(from_), source=str(from_), what="share list", allow_empty=True)[1]
         if not isinstance(doc, dict) or not isinstance(doc.get("shares"), list):
             raise InputError("expected a 'shares' list", source=str(from_), field="shares")
         shares = []

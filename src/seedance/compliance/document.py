@@ -23,6 +23,7 @@ from typing import Any
 
 import yaml
 
+from seedance.core import yamldoc
 from seedance.core.errors import InputError
 
 MAX_BYTES = 256 * 1024
@@ -161,51 +162,18 @@ def parse_document(text: str, *, source: str) -> PolicyDocument:
     """Parse one YAML mapping with key positions; YAML errors name the file, line and nearest key."""
     if len(text.encode("utf-8")) > MAX_BYTES:
         raise InputError(f"policy file larger than {MAX_BYTES} bytes", source=source)
-    try:
-        nodes = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise InputError(f"not valid YAML: {problem}", source=source, line=line,
-                         field=_key_near(text, line) if line else None) from None
-    nodes = [n for n in nodes if n is not None]
-    if len(nodes) != 1:
-        raise InputError(f"expected one YAML document, found {len(nodes)}", source=source)
-    root = nodes[0]
+    docs = yamldoc.compose_all(text, source=source, near=lambda line: _key_near(text, line))
+    yamldoc.reject_aliases(text, source=source)  # parsed above, so only anchors and aliases remain to refuse
+    if len(docs) != 1:
+        raise InputError(f"expected one YAML document, found {len(docs)}", source=source)
+    root, data = docs[0]
     if not isinstance(root, yaml.MappingNode):
         raise InputError("a policy document must be a YAML mapping", source=source,
                          line=root.start_mark.line + 1)
     positions: dict[PathKey, Position] = {}
-    _no_aliases(root, source)
     _walk(root, (), positions, source)
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:  # e.g. a tag the safe loader does not construct
-        mark = getattr(exc, "problem_mark", None)
-        raise InputError(f"not valid YAML: {getattr(exc, 'problem', None) or exc}", source=source,
-                         line=mark.line + 1 if mark is not None else None) from None
     return PolicyDocument(source=source, text=text, data=data, positions=positions,
                           suppressions=_suppressions(text))
-
-
-def _no_aliases(root: yaml.Node, source: str) -> None:
-    seen: set[int] = set()
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        if id(node) in seen:  # the composer shares the node of an alias
-            raise InputError("YAML anchors and aliases are not accepted", source=source,
-                             line=node.start_mark.line + 1)
-        seen.add(id(node))
-        if getattr(node, "anchor", None):
-            raise InputError("YAML anchors and aliases are not accepted", source=source,
-                             line=node.start_mark.line + 1)
-        if isinstance(node, yaml.MappingNode):
-            for k, v in node.value:
-                stack.extend((k, v))
-        elif isinstance(node, yaml.SequenceNode):
-            stack.extend(node.value)
 
 
 def _walk(node: yaml.Node, path: PathKey, out: dict[PathKey, Position], source: str) -> None:

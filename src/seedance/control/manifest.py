@@ -23,6 +23,7 @@ from pydantic import BaseModel, ValidationError
 from seedance.control.policydoc import MAX_YAML_BYTES
 from seedance.control.schemas import ClusterCreate, JobCreate, NodeCreate, PolicyCreate
 from seedance.control.yamlguard import check_yaml_shape
+from seedance.core import yamldoc
 from seedance.core.errors import InputError
 
 JOB_KINDS = ("TrainingJob", "InferenceService")
@@ -47,49 +48,11 @@ def load_manifests(text: str, *, source: str) -> list[Manifest]:
     if len(text.encode("utf-8")) > MAX_MANIFEST_BYTES:
         raise InputError(f"file larger than {MAX_MANIFEST_BYTES} bytes", source=source)
     check_yaml_shape(text, source=source)
-    try:
-        raw_docs = [(d, n) for d, n in _documents(text)]
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise InputError(f"not valid YAML: {getattr(exc, 'problem', None) or exc}", source=source,
-                         line=mark.line + 1 if mark else None) from None
-    out = []
-    for doc, line in raw_docs:
-        if doc is None:
-            continue
-        out.append(_one(doc, source=source, line=line, text=text))
+    out = [_one(doc, source=source, line=node.start_mark.line + 1, text=text)
+           for node, doc in yamldoc.compose_all(text, source=source) if doc is not None]
     if not out:
         raise InputError("no documents", source=source)
     return out
-
-
-def _documents(text: str) -> list[tuple[Any, int]]:
-    loader = yaml.SafeLoader(text)
-    docs = []
-    try:
-        while loader.check_node():
-            node = loader.get_node()
-            if node is None:
-                continue
-            _no_aliases(node)
-            docs.append((loader.construct_document(node), node.start_mark.line + 1))
-    finally:
-        loader.dispose()
-    return docs
-
-
-def _no_aliases(node: yaml.Node, seen: set[int] | None = None) -> None:
-    seen = seen if seen is not None else set()
-    if id(node) in seen:
-        raise yaml.YAMLError("YAML anchors and aliases are not accepted")
-    seen.add(id(node))
-    if isinstance(node, yaml.MappingNode):
-        for k, v in node.value:
-            _no_aliases(k, seen)
-            _no_aliases(v, seen)
-    elif isinstance(node, yaml.SequenceNode):
-        for v in node.value:
-            _no_aliases(v, seen)
 
 
 def _one(doc: Any, *, source: str, line: int, text: str) -> Manifest:

@@ -3,6 +3,7 @@ anchors/aliases, and turn pydantic errors into ``InputError`` with file, line an
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import yaml
@@ -43,23 +44,48 @@ def reject_aliases(text: str, *, source: str) -> None:
                 raise InputError("YAML anchors and aliases are not accepted", source=source,
                                  line=mark.line + 1 if mark else None)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise InputError(f"not valid YAML: {getattr(exc, 'problem', None) or exc}", source=source,
-                         line=mark.line + 1 if mark else None) from None
+        raise yaml_error(exc, source=source) from None
+
+
+def yaml_error(exc: yaml.YAMLError, *, source: str) -> InputError:
+    """The ``InputError`` for a PyYAML error: its problem, and the line of its problem (or context) mark."""
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    problem = getattr(exc, "problem", None) or (str(exc).splitlines() or [type(exc).__name__])[0]
+    return InputError(f"not valid YAML: {problem}", source=source, line=mark.line + 1 if mark else None)
 
 
 def compose(text: str, *, source: str, what: str, allow_empty: bool = False) -> tuple[yaml.Node | None, Any]:
     """Parse ``text`` as YAML (node tree and data); bad YAML or an empty file raise ``InputError``."""
     try:
-        node = yaml.compose(text)
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
         data: Any = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise InputError(f"not valid YAML: {getattr(exc, 'problem', exc)}", source=source,
-                         line=mark.line + 1 if mark else None) from None
+        raise yaml_error(exc, source=source) from None
     if data is None and not allow_empty:
         raise InputError(f"empty {what}", source=source, line=1)
     return node, data
+
+
+def compose_all(text: str, *, source: str,
+                near: Callable[[int], str | None] | None = None) -> list[tuple[yaml.Node, Any]]:
+    """Every non-empty document of a multi-document YAML text: its node tree and its data (constructed
+    from that tree, so lines and values agree). Bad YAML raises ``InputError`` with the line; for a
+    syntax error (not a value the safe loader refuses), ``near(line)`` names the field when given."""
+    loader = yaml.SafeLoader(text)
+    docs: list[tuple[yaml.Node, Any]] = []
+    try:
+        while loader.check_node():
+            node = loader.get_node()
+            if node is not None:
+                docs.append((node, loader.construct_document(node)))
+    except yaml.YAMLError as exc:
+        err = yaml_error(exc, source=source)
+        if near is not None and err.line is not None and not isinstance(exc, yaml.constructor.ConstructorError):
+            err = InputError(err.message, source=source, line=err.line, field=near(err.line))
+        raise err from None
+    finally:
+        loader.dispose()
+    return docs
 
 
 def validate(model: type[BaseModel], data: Any, node: yaml.Node | None, *, source: str, schema: str) -> Any:

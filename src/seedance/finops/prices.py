@@ -109,15 +109,15 @@ class PriceSheet:
             text = Path(path).read_text(encoding="utf-8")
         except OSError:
             raise InputError("cannot open file", source=src) from None
-        try:
-            if src.endswith(".json"):
+        if src.endswith(".json"):
+            try:
                 doc = json.loads(text)
-            else:
-                import yaml
+            except ValueError as exc:
+                raise InputError(f"not valid JSON/YAML: {exc}", source=src) from None
+        else:  # bad YAML: an InputError with the line
+            from seedance.core.yamldoc import compose
 
-                doc = yaml.safe_load(text)
-        except ValueError as exc:
-            raise InputError(f"not valid JSON/YAML: {exc}", source=src) from None
+            doc = compose(text, source=src, what="price book", allow_empty=True)[1]
         return cls.from_mapping(doc, source=src)
 
     @classmethod

@@ -27,8 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from seedance.core import yamldoc
 from seedance.core.errors import InputError
 
 TOP_KEYS = frozenset({"flags", "$schema", "$evaluators", "metadata"})
@@ -55,24 +54,6 @@ class FlagFile:
         return out
 
 
-def _positions(text: str) -> dict[tuple[str, ...], int]:
-    """Line of every mapping key (JSON parsed as YAML, which it is); empty when that fails."""
-    out: dict[tuple[str, ...], int] = {}
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError:
-        return out
-    stack: list[tuple[Any, tuple[str, ...]]] = [(root, ())]
-    while stack:
-        node, path = stack.pop()
-        if isinstance(node, yaml.MappingNode):
-            for k, v in node.value:
-                child = (*path, str(k.value))
-                out[child] = k.start_mark.line + 1
-                stack.append((v, child))
-    return out
-
-
 def _kind(v: Any) -> str:
     if isinstance(v, bool):
         return "boolean"
@@ -89,14 +70,14 @@ def parse_flags(text: str, *, source: str) -> dict[str, Any]:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"not valid JSON: {exc.msg} (column {exc.colno})", source=source, line=exc.lineno) from None
-    lines = _positions(text)
+    try:  # JSON is YAML: the shared loader's node tree gives every key's line
+        root, _ = yamldoc.compose(text, source=source, what="flag file", allow_empty=True)
+    except InputError:  # JSON that PyYAML cannot read: errors keep file and field, without a line
+        root = None
 
     def bad(msg: str, *path: str) -> InputError:
-        key = tuple(path)
-        line = None
-        while key and line is None:
-            line = lines.get(key)
-            key = key[:-1]
+        known = bool(path) and isinstance(data, dict) and path[0] in data
+        line = yamldoc.line_of(root, path) if known else None
         return InputError(msg, source=source, line=line, field=".".join(path) or None)
 
     if not isinstance(data, dict):

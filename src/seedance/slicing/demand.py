@@ -23,11 +23,11 @@ A CSV in the Alibaba pod-list format gives one demand class per distinct fractio
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
+from seedance.core import yamldoc
 from seedance.core.errors import InputError, UnknownNameError
 from seedance.slicing.mig import Instance, mig_gpu
 from seedance.slicing.planner import DemandClass, GpuSlot, PlannerOptions, demand_from_shares
@@ -102,26 +102,16 @@ def load_plan_request(path: str | Path) -> tuple[list[GpuSlot], list[DemandClass
         text = p.read_text(encoding="utf-8")
     except OSError:
         raise InputError("cannot read file", source=src) from None
-    try:
-        data: Any = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise InputError(
-            f"not valid YAML: {getattr(exc, 'problem', exc)}", source=src, line=mark.line + 1 if mark else None
-        ) from None
-    try:
-        req = PlanRequest.model_validate(data)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(x) for x in err["loc"])
-        raise InputError(err["msg"], source=src, field=loc or None) from None
+    node, data = yamldoc.compose(text, source=src, what="demand file", allow_empty=True)
+    req = yamldoc.validate(PlanRequest, data, node, source=src, schema="demand file")
     gpus: list[GpuSlot] = []
     for i, g in enumerate(req.gpus):
         where = f"gpus.{i}"
         try:
             model = mig_gpu(g.model).model
         except UnknownNameError as exc:
-            raise InputError(str(exc), source=src, field=f"{where}.model") from None
+            raise InputError(str(exc), source=src, line=yamldoc.line_of(node, ("gpus", i, "model")),
+                             field=f"{where}.model") from None
         layout = tuple(Instance.parse(x, source=src) for x in g.layout)
         busy = tuple(Instance.parse(x, source=src) for x in g.busy)
         base = g.name or model.lower()
@@ -131,7 +121,8 @@ def load_plan_request(path: str | Path) -> tuple[list[GpuSlot], list[DemandClass
             try:
                 _validate(slot)
             except InputError as exc:
-                raise InputError(exc.message, source=src, field=where) from None
+                raise InputError(exc.message, source=src, line=yamldoc.line_of(node, ("gpus", i)),
+                                 field=where) from None
             gpus.append(slot)
     demand = [DemandClass(d.name or f"{d.gpu_milli}m", d.gpu_milli, d.count, d.gpu_memory_gib) for d in req.demand]
     if len({d.name for d in demand}) != len(demand):

@@ -52,15 +52,9 @@ def load_plan(path: Path) -> list[tuple[str, tuple[Instance, ...]]]:
     try:
         doc = json.loads(text)
     except json.JSONDecodeError:
-        import yaml
+        from seedance.core.yamldoc import compose
 
-        try:
-            doc = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            raise InputError(
-                "neither JSON nor YAML", source=str(path), line=mark.line + 1 if mark is not None else None
-            ) from exc
+        _, doc = compose(text, source=str(path), what="plan", allow_empty=True)
     return parse_plan_document(doc, str(path))
 
 
