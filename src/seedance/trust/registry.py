@@ -240,6 +240,11 @@ class AttestationRegistry:
             ok &= np.isin(self._tee[s], np.array(kinds, dtype=np.int8))
         return ok
 
+    def expires_at(self, node: str) -> float | None:
+        """When the node's recorded attestation stops admitting (its ``exp``, capped; ``None``: none recorded)."""
+        i = self._index.get(node)
+        return float(self._expires[i]) if i is not None and self._records[i] is not None else None
+
     def trust(self, node: str, now: float, tenant: str | None = None) -> NodeTrust:
         """State of one node (for ``explain`` and the audit report)."""
         i = self._index.get(node)
