@@ -38,7 +38,9 @@ REVOKE = "revoke_token_api_v1_tokens__token_id__delete"
 #   schema) validated by its own loader (CostPolicy schema, registry names, nesting and integer limits);
 # * the FinOps, privacy and telemetry operations are their own domains' (time windows relative to now,
 #   duration strings, and a few rules their schemas do not state yet: listed in docs/control-plane.md);
-#   there a 422 for schema-valid data is tolerated until those domains state them.
+#   there a 422 for schema-valid data is tolerated until those domains state them;
+# * node attestation carries a signed token (a string to the schema) checked by the verifier (422 when it
+#   does not verify; 409 on a service with no attestation configured).
 CONFIG = """[checks]
 # a latency check, not a correctness one: the benchmarks measure latency; this host is shared
 max_response_time = 60
@@ -52,6 +54,10 @@ checks.positive_data_acceptance.expected-statuses = ["2xx", "3xx", "401", "403",
 
 [[operations]]
 include-path-regex = "^/api/v1/(privacy|telemetry|allocation|finops|ledger)"
+checks.positive_data_acceptance.expected-statuses = ["2xx", "3xx", "401", "403", "404", "409", "422", "429", "5xx"]
+
+[[operations]]
+include-path-regex = "/attestation"
 checks.positive_data_acceptance.expected-statuses = ["2xx", "3xx", "401", "403", "404", "409", "422", "429", "5xx"]
 """
 

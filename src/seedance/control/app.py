@@ -23,7 +23,17 @@ from seedance.control.api.errors import (
     ServerGuardMiddleware,
     install_error_handlers,
 )
-from seedance.control.api.routes import clusters, finops, jobs, policies, privacy, safechange, system, tenants
+from seedance.control.api.routes import (
+    attestation,
+    clusters,
+    finops,
+    jobs,
+    policies,
+    privacy,
+    safechange,
+    system,
+    tenants,
+)
 from seedance.control.observability import ControlMetrics
 from seedance.control.service import ControlService
 from seedance.control.services.scheduling import FilterProvider
@@ -62,6 +72,7 @@ def create_app(
     app.include_router(privacy.router)
     app.include_router(safechange.router)
     app.include_router(finops.router)
+    app.include_router(attestation.router)
     app.mount("/dashboard", StaticFiles(directory=DASHBOARD_DIR, html=True), name="dashboard")
     app.add_middleware(BodyLimitMiddleware, limit=svc.settings.max_body_bytes)
     app.add_middleware(RateLimitMiddleware, limiter=svc.limiter, per_address=svc.settings.rate_limit_per_address,

@@ -24,6 +24,7 @@ from seedance.control.ratelimit import RATE_LIMITERS, RateLimiter
 from seedance.control.security import Principal, hash_token
 from seedance.control.services import tokens
 from seedance.control.services.attestation import LiveStages
+from seedance.control.services.attestation_config import build_registry
 from seedance.control.services.groupcommit import GroupCommitter
 from seedance.control.services.jobs import ClusterDirectory
 from seedance.control.services.scheduling import FilterProvider, SchedulingLoop
@@ -68,7 +69,8 @@ class ControlService:
             self.db, scorer=self.scorer, dispatcher=self.dispatcher, filters=filters, metrics=self.metrics,
             default_placement=settings.default_placement, default_queue=settings.default_queue_order,
             batch=settings.scheduler_batch, explain=settings.explain, interval_s=settings.scheduler_interval_s,
-            tier_pools=settings.tier_pools, stages=stages if stages is not None else LiveStages(),
+            tier_pools=settings.tier_pools,
+            stages=stages if stages is not None else LiveStages(registry=build_registry(settings)),
             preemption=settings.preemption,
             tier_config=tier_config if tier_config is not None else DEFAULT_TIER_CONFIG,
         )

@@ -121,6 +121,24 @@ class ControlSettings(BaseSettings):
         "one per process, so with several workers use the token instead.")
     db_pool_size: int = Field(default=16, ge=1, le=256, description="Connections kept open per process.")
     environment: Literal["local", "production"] = Field(default="local", description="Deployment kind.")
+    attestation_service: Literal["none", "maa", "intel-trust-authority"] = Field(
+        default="none", description="Attestation service whose node tokens admit sensitive jobs (none: no node is "
+        "eligible for a sensitive job).")
+    attestation_issuer: str | None = Field(
+        default=None, max_length=2000, description="MAA instance URL (the tokens' exact iss), required for maa; "
+        "Intel Trust Authority's base URL for intel-trust-authority (default: its portal).")
+    attestation_jwks_file: str | None = Field(
+        default=None, description="JWKS file pinning the service's signing keys (default: fetched from its /certs).")
+    attestation_audience: str | None = Field(
+        default=None, max_length=2000, description="Required aud member of the tokens, if they carry one.")
+    attestation_measurements_file: str | None = Field(
+        default=None, description="JSON {tenant: [launch measurement hex, ...]}: what each tenant's sensitive jobs "
+        "accept (required with an attestation service).")
+    attestation_max_age_s: float | None = Field(
+        default=None, gt=0, le=30 * 86400,
+        description="Trust a verified token at most this many seconds, whatever its exp (default: its exp).")
+    attestation_nonce_ttl_s: float = Field(
+        default=300.0, gt=0, le=86400, description="Seconds a node has to attest with a nonce it was issued.")
 
     @field_validator("bootstrap_token")
     @classmethod
@@ -147,6 +165,10 @@ class ControlSettings(BaseSettings):
     def _check_url(self) -> ControlSettings:
         if not self.database_url.startswith(("sqlite", "postgresql")):
             raise ValueError("database_url must be a sqlite:/// or postgresql+psycopg:// URL")
+        if self.attestation_service != "none" and not self.attestation_measurements_file:
+            raise ValueError("attestation_service needs attestation_measurements_file (the tenants' allow-lists)")
+        if self.attestation_service == "maa" and not self.attestation_issuer:
+            raise ValueError("attestation_service maa needs attestation_issuer (the MAA instance URL)")
         if self.preemption and not self.tier_pools:
             raise ValueError("preemption needs tier_pools (victims are chosen inside a tier's own pool)")
         return self

@@ -14,6 +14,7 @@ NOTE(seedance): state per node, columnar (one slot per node name, never reused):
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
@@ -139,6 +140,7 @@ class AttestationRegistry:
         self._reasons: list[str] = []
         self._measure_ids: dict[str, int] = {}
         self._revoked_jti: set[str] = set()
+        self._grow = threading.Lock()
         #: Grows by one whenever a node gets a slot (caches of node-index maps key on it).
         self.generation = 0
 
@@ -147,17 +149,21 @@ class AttestationRegistry:
         i = self._index.get(node)
         if i is not None:
             return i
-        i = len(self._names)
-        self._index[node] = i
-        self._names.append(node)
-        self._state = np.append(self._state, np.int8(NodeState.NONE))
-        self._expires = np.append(self._expires, -np.inf)
-        self._measure = np.append(self._measure, np.int32(-1))
-        self._tee = np.append(self._tee, np.int8(-1))
-        self._records.append(None)
-        self._reasons.append("never attested")
-        self.generation += 1
-        return i
+        with self._grow:  # API threads add nodes while the loop reads: columns grow first, the index last
+            i = self._index.get(node)
+            if i is not None:
+                return i
+            i = len(self._names)
+            self._state = np.append(self._state, np.int8(NodeState.NONE))
+            self._expires = np.append(self._expires, -np.inf)
+            self._measure = np.append(self._measure, np.int32(-1))
+            self._tee = np.append(self._tee, np.int8(-1))
+            self._records.append(None)
+            self._reasons.append("never attested")
+            self._names.append(node)
+            self._index[node] = i
+            self.generation += 1
+            return i
 
     def challenge(self, node: str, now: float) -> str:
         """A fresh nonce the node must bind into its next attestation."""
@@ -239,6 +245,11 @@ class AttestationRegistry:
         if kinds:
             ok &= np.isin(self._tee[s], np.array(kinds, dtype=np.int8))
         return ok
+
+    def expires_at(self, node: str) -> float | None:
+        """When the node's recorded attestation stops admitting (its ``exp``, capped; ``None``: none recorded)."""
+        i = self._index.get(node)
+        return float(self._expires[i]) if i is not None and self._records[i] is not None else None
 
     def trust(self, node: str, now: float, tenant: str | None = None) -> NodeTrust:
         """State of one node (for ``explain`` and the audit report)."""
