@@ -71,9 +71,10 @@ def compose_all(text: str, *, source: str,
     """Every non-empty document of a multi-document YAML text: its node tree and its data (constructed
     from that tree, so lines and values agree). Bad YAML raises ``InputError`` with the line; for a
     syntax error (not a value the safe loader refuses), ``near(line)`` names the field when given."""
-    loader = yaml.SafeLoader(text)
     docs: list[tuple[yaml.Node, Any]] = []
+    loader: yaml.SafeLoader | None = None
     try:
+        loader = yaml.SafeLoader(text)  # the reader refuses special characters here already
         while loader.check_node():
             node = loader.get_node()
             if node is not None:
@@ -84,7 +85,8 @@ def compose_all(text: str, *, source: str,
             err = InputError(err.message, source=source, line=err.line, field=near(err.line))
         raise err from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     return docs
 
 
