@@ -114,6 +114,17 @@ def start_server(service: ControlService) -> tuple[str, Callable[[], None]]:
     return serve_in_thread(create_app(service=service), start_timeout=60.0, stop_timeout=30.0)
 
 
+def register_nodes(p: Plane) -> None:
+    """Create cluster ``default`` on ``p`` and register the module's Ray nodes with their labels."""
+    with p.client() as c:
+        assert c.post("/api/v1/clusters", json={"name": "default"}).status_code == 201
+        for name, labels in NODES.items():
+            r = c.post("/api/v1/clusters/default/nodes", json={
+                "name": name, "cpu_milli": 16_000, "memory_mib": 65_536, "gpu_count": GPUS_PER_NODE,
+                "gpu_model": "A100-80GB", "labels": labels})
+            assert r.status_code == 201, r.text
+
+
 @pytest.fixture(scope="module")
 def plane(ray_world: RayWorld, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Plane]:
     """The control plane with ``--dispatcher ray`` on the module's Ray cluster and its nodes registered."""
@@ -123,13 +134,7 @@ def plane(ray_world: RayWorld, tmp_path_factory: pytest.TempPathFactory) -> Iter
                                           scheduler_interval_s=0.2), dispatcher=dispatcher)
     url, stop = start_server(service)
     p = Plane(url, service, dispatcher, root / "logs")
-    with p.client() as c:
-        assert c.post("/api/v1/clusters", json={"name": "default"}).status_code == 201
-        for name, labels in NODES.items():
-            r = c.post("/api/v1/clusters/default/nodes", json={
-                "name": name, "cpu_milli": 16_000, "memory_mib": 65_536, "gpu_count": GPUS_PER_NODE,
-                "gpu_model": "A100-80GB", "labels": labels})
-            assert r.status_code == 201, r.text
+    register_nodes(p)
     try:
         yield p
     finally:

@@ -24,7 +24,16 @@ from seedance.backends.ray_backend import RayDispatcher
 from seedance.cli.main import main
 from seedance.control.service import ControlService
 from seedance.tiers.config import DEFAULT_TIER_CONFIG, TierConfig
-from tests.backends.conftest import GPUS_PER_NODE, NODES, Plane, RayWorld, process_gone, start_server, wait_for
+from tests.backends.conftest import (
+    GPUS_PER_NODE,
+    NODES,
+    Plane,
+    RayWorld,
+    process_gone,
+    register_nodes,
+    start_server,
+    wait_for,
+)
 from tests.control.helpers import settings_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(480, method="thread")]
@@ -54,13 +63,7 @@ def tier_plane(ray_world: RayWorld, tmp_path_factory: pytest.TempPathFactory) ->
     service.loop.poll_interval_s = 0.2
     url, stop = start_server(service)
     p = Plane(url, service, dispatcher, root / "logs")
-    with p.client() as c:
-        assert c.post("/api/v1/clusters", json={"name": "default"}).status_code == 201
-        for name, labels in NODES.items():
-            r = c.post("/api/v1/clusters/default/nodes", json={
-                "name": name, "cpu_milli": 16_000, "memory_mib": 65_536, "gpu_count": GPUS_PER_NODE,
-                "gpu_model": "A100-80GB", "labels": labels})
-            assert r.status_code == 201, r.text
+    register_nodes(p)
     try:
         yield p
     finally:
