@@ -105,3 +105,29 @@ class RecordingBinder:
             raise self.fail
         self.calls.append({"namespace": namespace, "name": name, "uid": uid, "node": node,
                            "annotations": dict(annotations)})
+
+
+class ExtenderOverHttp:
+    """An extender behind its real HTTP server on 127.0.0.1, posted to as kube-scheduler does."""
+
+    def __init__(self, extender: Any, *, timeout: float = 10.0) -> None:
+        import http.client
+
+        from seedance.k8s.server import ExtenderApp, make_server, serve_in_thread
+
+        self.extender = extender
+        self.httpd = make_server(ExtenderApp(extender), "127.0.0.1", 0)
+        serve_in_thread(self.httpd)
+        self.conn = http.client.HTTPConnection("127.0.0.1", self.httpd.server_address[1], timeout=timeout)
+
+    def post(self, verb: str, body: dict[str, Any]) -> Any:
+        self.conn.request("POST", f"/{verb}", body=json.dumps(body), headers={"Content-Type": "application/json"})
+        resp = self.conn.getresponse()
+        raw = resp.read()
+        assert resp.status == 200, raw
+        return json.loads(raw)
+
+    def close(self) -> None:
+        self.conn.close()
+        self.httpd.shutdown()
+        self.httpd.server_close()

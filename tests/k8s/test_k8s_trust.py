@@ -7,8 +7,6 @@ verifier knows, the acceptance six drawn more often) never admit it.
 
 from __future__ import annotations
 
-import http.client
-import json
 from typing import Any
 
 import pytest
@@ -16,13 +14,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from seedance.k8s.extender import Extender
-from seedance.k8s.server import ExtenderApp, make_server, serve_in_thread
 from seedance.k8s.trust import ExtenderStages
 from seedance.scheduling import make_policy
 from seedance.trust.attestation import AttestationRejected, TeeKind
 from seedance.trust.registry import AttestationRegistry, MeasurementPolicy
 from seedance.trust.stages import LABEL_SENSITIVE, LABEL_TEE
-from tests.k8s.k8s_docs import RecordingBinder, extender_args, make_node, make_pod
+from tests.k8s.k8s_docs import ExtenderOverHttp, RecordingBinder, extender_args, make_node, make_pod
 from tests.trust.conftest import MEASUREMENT, NOW, TEE, JwksServer, Keys
 from tests.trust.conftest import jwks_server as jwks_server  # noqa: F401 - the fixtures, shared with trust
 from tests.trust.conftest import keys as keys  # noqa: F401
@@ -31,28 +28,13 @@ from tests.trust.test_attestation import CASES, FORMATS, World, _bad_token
 ACCEPTANCE = ("forged", "issuer", "expired", "stale-nonce", "debug", "measurement")
 
 
-class Http:
+class Http(ExtenderOverHttp):
     """An extender served on 127.0.0.1 with a registry and the test clock."""
 
     def __init__(self, w: World) -> None:
         self.binder = RecordingBinder()
-        self.extender = Extender(make_policy("best-fit"), binder=self.binder,
-                                 stages=ExtenderStages(registry=w.registry, clock=lambda: w.now))
-        self.httpd = make_server(ExtenderApp(self.extender), "127.0.0.1", 0)
-        serve_in_thread(self.httpd)
-        self.conn = http.client.HTTPConnection("127.0.0.1", self.httpd.server_address[1], timeout=10)
-
-    def post(self, verb: str, body: dict[str, Any]) -> Any:
-        self.conn.request("POST", f"/{verb}", body=json.dumps(body), headers={"Content-Type": "application/json"})
-        resp = self.conn.getresponse()
-        raw = resp.read()
-        assert resp.status == 200, raw
-        return json.loads(raw)
-
-    def close(self) -> None:
-        self.conn.close()
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        super().__init__(Extender(make_policy("best-fit"), binder=self.binder,
+                                  stages=ExtenderStages(registry=w.registry, clock=lambda: w.now)))
 
 
 def _world(keys: Keys, server: JwksServer, audience: str | None = None) -> World:

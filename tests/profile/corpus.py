@@ -18,6 +18,7 @@ from seedance.core.resources import MILLI_PER_GPU, ResourceRequest
 from seedance.profile import ProfileConfig, build_profile
 from seedance.profile.config import PlacementConfig, SlicesConfig, TiersConfig
 from seedance.scheduling.tasktypes import TaskTypes
+from tests.k8s.k8s_docs import ExtenderOverHttp
 
 #: (model, GPUs per node); A100-80GB and H100-80GB are MIG-capable (native MIG pools).
 MODELS = (("A100-80GB", 8), ("H100-80GB", 4), ("T4", 4), ("V100-32GB", 2), ("L40S", 4))
@@ -227,14 +228,11 @@ def drive_live(svc: Any, case: Case, policy: str, tag: str) -> list[dict[str, An
     return out_rows
 
 
-class HttpExtender:
+class HttpExtender(ExtenderOverHttp):
     """The extender behind its real HTTP server, driven the way kube-scheduler drives it."""
 
     def __init__(self, case: Case, policy: str) -> None:
-        import http.client
-
         from seedance.k8s.extender import Extender
-        from seedance.k8s.server import ExtenderApp, make_server, serve_in_thread
         from seedance.scheduling import PolicyContext, make_policy
         from tests.k8s.k8s_docs import RecordingBinder, make_node
 
@@ -246,21 +244,7 @@ class HttpExtender:
             for n in case.nodes
         ])
         self.names = [n.name for n in case.nodes]
-        self.httpd = make_server(ExtenderApp(self.extender), "127.0.0.1", 0)
-        serve_in_thread(self.httpd)
-        self.conn = http.client.HTTPConnection("127.0.0.1", self.httpd.server_address[1], timeout=30)
-
-    def post(self, verb: str, body: dict[str, Any]) -> Any:
-        self.conn.request("POST", f"/{verb}", body=json.dumps(body), headers={"Content-Type": "application/json"})
-        resp = self.conn.getresponse()
-        raw = resp.read()
-        assert resp.status == 200, raw
-        return json.loads(raw)
-
-    def close(self) -> None:
-        self.conn.close()
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        super().__init__(self.extender, timeout=30)
 
     def schedule(self, pod: dict[str, Any]) -> str | None:
         """filter → prioritize → bind on the best-scored node (kube-scheduler's cycle); the bound node."""
