@@ -74,3 +74,14 @@ def test_gpu_mode_keeps_shares_off_exclusive_nodes_and_mig_on_mig_gpus() -> None
     assert f.mask(st, WHOLE2).all() and f.mask(st, CPU_ONLY).all()
     only_ts = ResourceRequest(2000, 4096, 1, 460, backends=(SliceBackend.TIME_SLICING,))
     assert np.flatnonzero(f.mask(st, only_ts)).tolist() == [3, 4]
+
+
+def test_gpu_mode_keeps_a_mig_only_share_off_unlabelled_gpus_that_cannot_do_mig() -> None:
+    st = labelled(("bare-t4", "T4", {}), ("bare-a100", "A100-80GB", {}), ("shared", "T4", {"gpu.mode": "shared"}))
+    f = GpuModeFit()
+    only_mig = ResourceRequest(2000, 4096, 1, 50, backends=(SliceBackend.MIG,))
+    assert f.mask(st, only_mig).tolist() == [False, True, False]
+    mig_or_whole = ResourceRequest(2000, 4096, 1, 50, backends=(SliceBackend.WHOLE, SliceBackend.MIG))
+    assert f.mask(st, mig_or_whole).tolist() == [True, True, False]
+    only_mps = ResourceRequest(2000, 4096, 1, 50, backends=(SliceBackend.MPS,))
+    assert f.mask(st, only_mps).tolist() == [True, True, True]

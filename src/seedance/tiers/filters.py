@@ -92,7 +92,9 @@ class GpuModeFit(FilterPlugin):
 
     ``exclusive`` nodes take no share at all; ``mig`` nodes take a share that accepts MIG, on
     MIG-capable GPU models; ``shared`` nodes take a share that accepts MPS or time-slicing; nodes
-    without the label take any share. Whole-GPU and CPU-only requests pass everywhere.
+    without the label take any share they can serve (one accepting MPS or time-slicing, or MIG on
+    a MIG-capable model: a MIG-only share never lands on a T4). Whole-GPU and CPU-only requests
+    pass everywhere.
     """
 
     name: ClassVar[str] = "GpuModeFit"
@@ -108,11 +110,13 @@ class GpuModeFit(FilterPlugin):
             return np.ones(view.n_nodes, dtype=np.bool_)
         backends = set(req.backends) if req.backends else set(SliceBackend)
         labelled = view.label_mask(LABEL_MODE, (MODE_EXCLUSIVE, MODE_MIG, MODE_SHARED))
-        out: BoolA = ~labelled
+        out: BoolA = np.zeros(view.n_nodes, dtype=np.bool_)
         if SliceBackend.MIG in backends:
-            out = out | (view.label_mask(LABEL_MODE, (MODE_MIG,)) & mig_capable(view))
+            out = out | ((view.label_mask(LABEL_MODE, (MODE_MIG,)) | ~labelled) & mig_capable(view))
         if backends & {SliceBackend.MPS, SliceBackend.TIME_SLICING}:
-            out = out | view.label_mask(LABEL_MODE, (MODE_SHARED,))
+            out = out | view.label_mask(LABEL_MODE, (MODE_SHARED,)) | ~labelled
+        if SliceBackend.WHOLE in backends:
+            out = out | ~labelled
         return out
 
 
