@@ -100,7 +100,7 @@ def main() -> int:
     print(f"\nheld-out test windows: {len(rows)} ({', '.join(sorted({r['family'] for r in rows}))}); "
           f"4-year windows, monthly decisions; ratio = policy cost / hindsight-optimal MILP cost")
     print(f"{'policy':<50} {'mean':>7} {'median':>7} {'worst':>7} {'saves vs none (share of bill)':>30}")
-    summary = {}
+    summary: dict[str, dict[str, Any]] = {}
     for name in policies:
         ratio = np.array([r[name] / r["optimal"] for r in rows])
         saving = np.array([1 - r[name] / r["none"] for r in rows])

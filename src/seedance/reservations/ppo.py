@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import time
 import zipfile
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,7 +40,7 @@ from seedance.reservations.pricing import TERMS
 class TrainConfig:
     """PPO settings (SB3 defaults where not stated; chosen on the ``tune`` split, see docs/reservations.md)."""
 
-    timesteps: int = 250_000
+    timesteps: int = 100_000
     seed: int = 0
     n_steps: int = 2048
     batch_size: int = 256
@@ -52,7 +51,7 @@ class TrainConfig:
     ent_coef: float = 0.01
     clip_range: float = 0.2
     net_arch: tuple[int, ...] = (64, 64)
-    n_envs: int = 1
+    n_envs: int = 4
     torch_threads: int = 1
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -78,14 +77,14 @@ def train_ppo(sampler: Sampler, config: TrainConfig = TrainConfig(), epoch_hours
 
     torch.set_num_threads(config.torch_threads)
 
-    def make(i: int) -> Callable[[], Monitor]:
-        return lambda: Monitor(ReservationEnv(sampler, epoch_hours))
+    def make() -> Monitor:
+        return Monitor(ReservationEnv(sampler, epoch_hours))
 
-    # each env draws its windows from its own stream (seeded by SB3 from config.seed + index)
-    env = DummyVecEnv([make(i) for i in range(config.n_envs)])
+    # each env draws its windows from its own stream (SB3 seeds env i with config.seed + i)
+    env = DummyVecEnv([make] * config.n_envs)
     model = MaskablePPO(
-        "MlpPolicy", env, n_steps=config.n_steps // config.n_envs, batch_size=config.batch_size, n_epochs=config.n_epochs,
-        learning_rate=config.learning_rate, gamma=config.gamma, gae_lambda=config.gae_lambda,
+        "MlpPolicy", env, n_steps=config.n_steps // config.n_envs, batch_size=config.batch_size,
+        n_epochs=config.n_epochs, learning_rate=config.learning_rate, gamma=config.gamma, gae_lambda=config.gae_lambda,
         ent_coef=config.ent_coef, clip_range=config.clip_range, seed=config.seed, device="cpu", verbose=0,
         policy_kwargs={"net_arch": list(config.net_arch)})
     t0, c0 = time.perf_counter(), time.process_time()
