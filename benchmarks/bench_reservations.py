@@ -11,7 +11,7 @@ bound) and the savings against no reservation as a share of the total bill, per 
 training wall time (run it under ``flock /tmp/seedance-bench.lock`` for a figure to report);
 the baseline measured in the same run is ``none`` (all on demand).
 
-    .venv/bin/python benchmarks/bench_reservations.py --timesteps 250000 --test 30 --tune 24 \
+    .venv/bin/python benchmarks/bench_reservations.py --timesteps 100000 --test 30 --tune 24 \
         --save report/reservations-ppo.zip
     .venv/bin/python benchmarks/bench_reservations.py --policy report/reservations-ppo.zip   # evaluate only
 """
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -39,6 +40,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--timesteps", type=int, default=TrainConfig().timesteps)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--n-envs", type=int, default=TrainConfig().n_envs)
     ap.add_argument("--test", type=int, default=30, help="Test windows (families in turn).")
     ap.add_argument("--tune", type=int, default=24, help="Tuning windows for the baselines.")
     ap.add_argument("--policy", type=Path, default=None, help="Evaluate this saved PPO policy instead of training.")
@@ -51,13 +53,17 @@ def main() -> int:
         ppo = PpoReservation(path=args.policy)
         out["training"] = {"policy_file": str(args.policy)}
     else:
-        cfg = TrainConfig(timesteps=args.timesteps, seed=args.seed)
+        cfg = TrainConfig(timesteps=args.timesteps, seed=args.seed, n_envs=args.n_envs)
+        load0 = os.getloadavg()
         res = train_ppo(WindowFactory("train").draw, cfg)
         ppo = PpoReservation(res.model)
+        load1 = os.getloadavg()
         out["training"] = {"config": config_json(cfg), "wall_s": res.wall_s, "cpu_s": res.cpu_s,
-                           "episodes": res.episodes, "mean_return_last_100": res.mean_return_last}
+                           "episodes": res.episodes, "mean_return_last_100": res.mean_return_last,
+                           "load_average_before": load0, "load_average_after": load1}
         print(f"PPO training: {cfg.timesteps} steps, {res.episodes} episodes, {res.wall_s:.1f} s wall "
-              f"({res.wall_s / 60:.1f} min; shared machine), {res.cpu_s:.1f} s CPU", flush=True)
+              f"({res.wall_s / 60:.1f} min), {res.cpu_s:.1f} s CPU; load average before "
+              f"{' '.join(f'{x:.2f}' for x in load0)}, after {' '.join(f'{x:.2f}' for x in load1)}", flush=True)
         if args.save:
             args.save.parent.mkdir(parents=True, exist_ok=True)
             res.model.save(str(args.save))
@@ -75,12 +81,18 @@ def main() -> int:
     rows: list[dict[str, Any]] = []
     for i, (w, p) in enumerate(test):
         milp = hindsight_optimal(w, p)
-        opt = float(simulate_plan(milp.plan, w, p).cost.sum())
+        opt_att = simulate_plan(milp.plan, w, p).totals()
+        opt = opt_att["baseline"] - opt_att["savings"]
         row: dict[str, Any] = {"window": w.label, "family": w.label.split(":")[0], "prices": p.label,
                                "optimal": opt, "milp_status": milp.status, "milp_s": milp.solve_s}
         for name, pol in policies.items():
             r = run_policy(pol, w, p)
             row[name] = r.total_cost
+            tot = r.attribution.totals()
+            # where the cost above the MILP's comes from: idle commitments (over-commitment), demand paid
+            # on demand (under-commitment), and the committed hours used (term / price mix)
+            row[name + " excess"] = {part: (tot[part] - opt_att[part]) / opt
+                                     for part in ("committed_idle", "on_demand", "committed_used")}
         rows.append(row)
         print(f"  test window {i + 1}/{len(test)} {row['family']}: ppo/opt {row['ppo'] / opt:.4f}, "
               f"tuned percentile/opt {row['percentile (tuned)'] / opt:.4f}", flush=True)
@@ -88,13 +100,20 @@ def main() -> int:
     print(f"\nheld-out test windows: {len(rows)} ({', '.join(sorted({r['family'] for r in rows}))}); "
           f"4-year windows, monthly decisions; ratio = policy cost / hindsight-optimal MILP cost")
     print(f"{'policy':<50} {'mean':>7} {'median':>7} {'worst':>7} {'saves vs none (share of bill)':>30}")
-    summary = {}
+    summary: dict[str, dict[str, Any]] = {}
     for name in policies:
         ratio = np.array([r[name] / r["optimal"] for r in rows])
         saving = np.array([1 - r[name] / r["none"] for r in rows])
         summary[name] = {"mean": float(ratio.mean()), "median": float(np.median(ratio)), "worst": float(ratio.max()),
                          "saving_share_mean": float(saving.mean())}
         print(f"{name:<50} {ratio.mean():>7.4f} {np.median(ratio):>7.4f} {ratio.max():>7.4f} {saving.mean():>29.1%}")
+    print("\nexcess over the MILP, share of the MILP's cost (mean over windows): idle commitments / on demand / "
+          "committed hours used")
+    for name in policies:
+        ex = {part: float(np.mean([r[name + " excess"][part] for r in rows]))
+              for part in ("committed_idle", "on_demand", "committed_used")}
+        summary[name]["excess"] = ex
+        print(f"  {name:<48} {ex['committed_idle']:>+7.1%} {ex['on_demand']:>+7.1%} {ex['committed_used']:>+7.1%}")
     opt_saving = float(np.mean([1 - r["optimal"] / r["none"] for r in rows]))
     print(f"{'hindsight-optimal (MILP)':<50} {1.0:>7.4f} {1.0:>7.4f} {1.0:>7.4f} {opt_saving:>29.1%}")
     for fam in sorted({r["family"] for r in rows}):

@@ -12,7 +12,17 @@ from seedance.cli.main import main
 from seedance.core.errors import InputError
 from seedance.reservations.accounting import simulate_plan
 from seedance.reservations.demand import DemandWindow, Scenario, scenario_demand, write_demand_csv
-from seedance.reservations.env import OBS_SIZE, RATIO_STEPS, ReservationEnv, action_units, forecast_peak
+from seedance.reservations.env import (
+    OBS_SIZE,
+    RATIO_STEPS,
+    YEAR_H,
+    ReservationEnv,
+    action_units,
+    features,
+    reference_level,
+    target_level,
+)
+from seedance.reservations.milp import hindsight_optimal
 from seedance.reservations.policies import epoch_view
 from seedance.reservations.ppo import PpoReservation, TrainConfig, load_model, train_ppo
 from seedance.reservations.pricing import ReservationPrices
@@ -51,15 +61,66 @@ def test_check_env_and_a_random_masked_episode(shared_data: Path) -> None:
     assert att.savings.sum() == pytest.approx(total)
 
 
-def test_the_hybrid_action_buys_up_to_the_ratio_of_the_forecast_peak() -> None:
-    w, p = sampler(np.random.default_rng(1))
+def test_the_hybrid_action_buys_up_to_a_level_on_the_scale_of_the_last_60_days() -> None:
+    hist = np.concatenate([np.full(Y - 1440, 99), np.repeat(np.arange(1, 17), 90)])  # last 60 days: 1..16, 90 h each
+    w = DemandWindow(history=hist.astype(np.int64), values=np.full(2 * Y, 8, dtype=np.int64), start=1672531200)
     buys = np.zeros((24, 2), dtype=np.int64)
-    view = epoch_view(w, buys, 0, p)
-    peak = forecast_peak(view)
-    assert peak >= w.history[-720:].max()
-    assert action_units(view, (1, 10)).tolist() == [round(0.5 * peak), 0]
-    assert action_units(view, (0, 20)).tolist() == [0, 0]  # none: the ratio is ignored
+    view = epoch_view(w, buys, 0, PRICES)
+    assert [target_level(view, b) for b in (0, 4, 8, 16)] == [1, 4, 8, 16]  # quantiles 0, 1/4, 1/2, 1 (inverted CDF)
+    assert [target_level(view, b) for b in (17, 18, 20)] == [18, 20, 24]  # the 60-day peak x 1.125, 1.25, 1.5
+    assert action_units(view, (1, 8)).tolist() == [8, 0]
+    assert action_units(view, (0, 20)).tolist() == [0, 0]  # none: the level is ignored
     assert action_units(view, (2, 20)).tolist() == [0, 0]  # 3 years do not fit: nothing
+    ref = reference_level(view)
+    assert ref == pytest.approx(hist[-720:].mean())  # the observation's scale: the last 30 days' mean
+    buys[0] = [10, 0]
+    later = epoch_view(w, buys, 1, PRICES)
+    assert action_units(later, (1, 4)).tolist() == [0, 0]  # a target below what is in force buys nothing
+    # the expiry schedule: the 1-year units expire within 12 epochs of epoch 1, not within 6
+    f = features(later)
+    assert f[0] * reference_level(later) == pytest.approx(buys[0, 0], rel=1e-5)
+    assert f[5] == 0 and f[6] == pytest.approx(f[0])
+
+
+def test_rewards_pay_a_purchase_its_whole_term_at_once_and_sum_to_the_plan_saving() -> None:
+    w = DemandWindow(history=np.full(Y, 10, dtype=np.int64), values=np.full(2 * Y, 10, dtype=np.int64),
+                     start=1672531200)
+    env = ReservationEnv(lambda _rng: (w, PRICES))
+    env.reset(seed=0)
+    _, r0, *_ = env.step(np.array([1, 8]))  # 10 one-year units: the median of a flat 10
+    per_unit_hour = PRICES.on_demand - PRICES.commitments["1y"]
+    assert r0 == pytest.approx(10 * per_unit_hour * Y / (PRICES.on_demand * YEAR_H * 10))
+    # the 60-day peak (10) x 1.5 = 15: 5 more, idle until the first 10 expire, then used for 730 h
+    _, r1, *_ = env.step(np.array([1, 20]))
+    marginal = 5 * (-PRICES.commitments["1y"] * Y + PRICES.on_demand * 730)
+    assert r1 == pytest.approx(marginal / (PRICES.on_demand * YEAR_H * 10))
+    total, done = r0 + r1, False
+    while not done:
+        _, r, done, _, info = env.step(np.array([0, 0]))
+        total += r
+    att = simulate_plan(info["plan"], w, PRICES)
+    assert total * PRICES.on_demand * YEAR_H * 10 == pytest.approx(att.savings.sum())
+
+
+def test_the_observation_holds_the_past_only_and_the_milp_faces_the_same_problem() -> None:
+    w, p = sampler(np.random.default_rng(2))
+    future = w.values.copy()
+    future[5000:] = 0  # another future after month 6
+    w2 = DemandWindow(history=w.history, values=future, start=w.start)
+    buys = np.zeros((24, 2), dtype=np.int64)
+    for e in range(7):
+        assert (features(epoch_view(w, buys, e, p)) == features(epoch_view(w2, buys, e, p))).all()
+    # the bound: same window, same prices, no commitment at the start, the same purchase space
+    env = ReservationEnv(lambda _rng: (w, p))
+    env.reset(seed=0)
+    done, rng = False, np.random.default_rng(0)
+    while not done:
+        mask = env.action_masks()
+        _, _, done, _, info = env.step(np.array([rng.choice(np.flatnonzero(mask[:3])), rng.integers(0, RATIO_STEPS)]))
+    milp = hindsight_optimal(w, p)
+    opt = simulate_plan(milp.plan, w, p).cost.sum()
+    assert opt == pytest.approx(milp.objective)
+    assert simulate_plan(info["plan"], w, p).cost.sum() >= opt - 1e-6
 
 
 def test_ppo_trains_reproducibly_saves_and_loads(tmp_path: Path) -> None:

@@ -1,26 +1,32 @@
 """The reservation environment (gymnasium) and the hybrid action it exposes to PPO.
 
 The whitepaper's action is hybrid: a reservation *type* in {none, 1 year, 3 years} and a
-*capacity ratio* in [0, 1] of the forecast peak. Stable-Baselines3 has no Dict/Tuple action
-spaces (its maintainers declined them: DLR-RM/stable-baselines3#731, #1687), so the action is
-encoded as ``MultiDiscrete([3, 21])``: the type, and the ratio on a grid of 0, 0.05, ..., 1.0.
-sb3-contrib's ``MaskablePPO`` masks the types that cannot be bought now (a term that would end
-after the window). A type with a ratio buys ``max(0, round(ratio * forecast_peak) - in_force)``
-units of that term: the ratio is the committed level the policy wants, as a share of the
-forecast peak, so the two parts are decided jointly.
+*capacity level*. Stable-Baselines3 has no Dict/Tuple action spaces (its maintainers declined
+them: DLR-RM/stable-baselines3#731, #1687), so the action is encoded as ``MultiDiscrete([3, 21])``:
+the type, and a level bucket. sb3-contrib's ``MaskablePPO`` masks the types that cannot be bought
+now (a term that would end after the window). A type with a bucket buys
+``max(0, target - in_force)`` units of that term: the bucket is the committed level the policy
+wants, so the two parts are decided jointly.
 
-*Forecast peak* (past data only): the highest hourly demand of the last 30 days times the growth
-of the last 6 months extrapolated over the next 12 (clipped to [1, 3]).
+*Level buckets* (past data only, :func:`target_level`): on the scale of the last 60 days' hourly
+demand: buckets 0..16 are its quantiles 0, 1/16, ..., 1 (the 60-day peak), buckets 17..20 the peak
+times 1.125, 1.25, 1.375 and 1.5 (for growing demand). The cloud advisor's tuned rule (the 25th
+percentile of 60 days) is bucket 4 with the longest term. An earlier version took a ratio in
+[0, 1] of a *forecast peak* (the 30-day peak times the extrapolated growth); on that scale the good
+levels moved with the peak-to-mean ratio of each demand and PPO learnt them slowly (and a fixed
+ratio of the 30-day mean does worse than a fixed 60-day quantile on the tune windows: 1.169 vs 1.110
+of the MILP's cost for the best of each).
 
-One step is one decision epoch (730 h by default). The reward of a step is the epoch's savings
-(baseline cost minus cost, from the hourly attribution vector of
-:mod:`seedance.reservations.accounting`) minus the savings the cloud advisor's rule
-(:class:`~seedance.reservations.policies.Percentile`, 60-day lookback) realises in the same epoch of
-the same window, divided by ``overflow price * epoch_hours * scale`` (``scale``: the episode's first
-forecast peak). The subtracted term does not depend on the agent's actions (the advisor decides
-from the past only, on its own plan), so the optimal policy is unchanged; it is a control variate:
-both face the same future demand, so most of the noise a window's unknown future puts into the
-return cancels (``advisor_baseline=False`` gives the raw savings).
+One step is one decision epoch (730 h by default). The reward of a step is the *marginal saving
+of the units it buys, over their whole term*: the cost of the window under the purchases made
+before this step minus its cost with this step's purchases added (both from the hourly attribution
+vector of :mod:`seedance.reservations.accounting`), divided by ``overflow price * 8760 h * scale``
+(``scale``: the episode's first reference level). The rewards telescope: their sum over an episode
+is the plan's total saving against buying nothing, the same return as paying each epoch's saving
+as it is realised, so the optimal policy is unchanged; what changes is that the consequence of a
+purchase arrives with the step that made it, not spread over the 12 or 36 epochs of its term
+(credit assignment). The reward is computed by the simulator from the window's future, as every
+reward is; the *observation* holds the past only (:func:`features`), so the policy sees no future.
 """
 
 from __future__ import annotations
@@ -39,30 +45,30 @@ from seedance.reservations.pricing import TERM_HOURS, TERMS, ReservationPrices
 
 RATIO_STEPS = 21
 N_TYPES = 1 + len(TERMS)  # none, 1y, 3y
-OBS_SIZE = 30
+OBS_SIZE = 37
 YEAR_H = 8760
 FloatA = NDArray[np.float64]
 
 
-def forecast_peak(view: EpochView) -> float:
-    """Peak of the last 30 days times the extrapolated 6-month growth (see the module docstring)."""
+LOOKBACK_DAYS = 60
+QUANTILE_BUCKETS = 16  # buckets 0..16: quantiles k / 16 of the lookback
+ABOVE_PEAK = (1.125, 1.25, 1.375, 1.5)  # buckets 17..20: the lookback's peak times these
+
+
+def reference_level(view: EpochView) -> float:
+    """Mean hourly demand of the last 30 days (the observation's scale)."""
     last = view.recent(30)
-    if not len(last):
-        return 0.0
-    peak = float(last.max())
-    return peak * _growth_factor(view)
+    return float(last.mean()) if len(last) else 0.0
 
 
-def _growth_factor(view: EpochView) -> float:
-    obs = view.observed
-    if len(obs) < 24 * 210:
-        return 1.0
-    now = float(obs[-24 * 30:].mean())
-    before = float(obs[-24 * 210:-24 * 180].mean())
-    if now <= 0 or before <= 0:
-        return 1.0
-    monthly = np.log(now / before) / 6.0
-    return float(np.clip(np.exp(12.0 * monthly), 1.0, 3.0))
+def target_level(view: EpochView, bucket: int) -> int:
+    """The committed level of a bucket (see the module docstring)."""
+    rec = view.recent(LOOKBACK_DAYS)
+    if not len(rec) or not 0 <= bucket < RATIO_STEPS:
+        return 0
+    if bucket <= QUANTILE_BUCKETS:
+        return int(np.quantile(rec, bucket / QUANTILE_BUCKETS, method="inverted_cdf"))
+    return int(round(float(rec.max()) * ABOVE_PEAK[bucket - QUANTILE_BUCKETS - 1]))
 
 
 def _growth(obs: NDArray[np.int64]) -> float:
@@ -77,18 +83,24 @@ def _growth(obs: NDArray[np.int64]) -> float:
     return float(np.clip(slope, -2.0, 2.0))
 
 
-def features(view: EpochView) -> NDArray[np.float32]:
-    """The observation of ``view`` (scale-free: units are divided by the last 30 days' peak).
+def _log_ratio(a: float, b: float) -> float:
+    return float(np.clip(np.log(max(a, 1e-3) / max(b, 1e-3)), -2.0, 2.0))
 
-    In force (total, 1 y, 3 y, 1-y units expiring within three epochs); quantiles of the last 30,
-    90 and 365 days; the level that would have been cheapest for each term over the last 30, 60
-    and 365 days (the cloud advisors' recommendation); growth over 1 and 6 months and the fitted
-    yearly growth; time left; which terms are on sale; each term's rate over the overflow price.
+
+def features(view: EpochView) -> NDArray[np.float32]:
+    """The observation of ``view``: past demand and own commitments, scale-free (over the reference level).
+
+    Units in force (total, 1 y, 3 y) and the expiry schedule (units whose term ends within 1, 3, 6
+    and 12 epochs); quantiles of the last 30, 60 and 365 days; the level that would have been
+    cheapest for each term over the last 30, 60 and 365 days (the cloud advisors' recommendation);
+    growth over 1 and 6 months, the fitted yearly growth, and the last 30 days' mean over the
+    highest monthly mean of the last year (a project end shows there); time left; which terms are
+    on sale; each term's rate over the overflow price.
     """
     p = view.prices
     levels_q = [min(1.0, max(0.0, 1.0 - p.commitments.get(t, p.overflow) / p.overflow)) for t in TERMS]
     last30 = view.recent(30)
-    scale = max(1.0, float(last30.max(initial=0)))
+    scale = max(1.0, float(last30.mean()) if len(last30) else 0.0)
 
     def qs(d: NDArray[np.int64], q: list[float]) -> NDArray[np.float64]:
         # one partition per window: the feature quantiles and the advisor's levels (inverted CDF)
@@ -97,24 +109,28 @@ def features(view: EpochView) -> NDArray[np.float32]:
         return np.asarray(np.quantile(d, q, method="inverted_cdf"), dtype=np.float64) / scale
 
     a30 = qs(last30, [0.1, 0.25, 0.5, 0.75, 0.9, 1.0, *levels_q])
-    a60 = qs(view.recent(60), levels_q)
-    q90 = qs(view.recent(90), [0.25, 0.5, 0.75])
-    a365 = qs(view.recent(365), [0.25, 0.5, 0.75, *levels_q])
-    q30, q365 = a30[:6], a365[:3]
-    # the advisor's level per term over 30, 60 and 365 days (lookback_optimal_level, scaled)
-    levels = [a30[6], a60[0], a365[3], a30[7], a60[1], a365[4]]
+    a60 = qs(view.recent(60), [*levels_q, 0.25, 0.5, 0.75, 1.0])
+    q60 = a60[2:]
+    a365 = qs(view.recent(365), [0.1, 0.25, 0.5, 0.75, 0.9, *levels_q])
+    levels = [a30[6], a60[0], a365[5], a30[7], a60[1], a365[6]]
     obs = view.observed
-    trend1 = trend6 = 0.0
-    if len(obs) >= 24 * 90:
-        a, b = float(obs[-24 * 30:].mean()), float(obs[-24 * 90:-24 * 60].mean())
-        trend1 = float(np.log(max(a, 1e-3) / max(b, 1e-3)))
-    if len(obs) >= 24 * 210:
-        a, b = float(obs[-24 * 30:].mean()), float(obs[-24 * 210:-24 * 180].mean())
-        trend6 = float(np.log(max(a, 1e-3) / max(b, 1e-3)))
+    m30 = float(obs[-24 * 30:].mean()) if len(obs) else 0.0
+    trend1 = _log_ratio(m30, float(obs[-24 * 90:-24 * 60].mean())) if len(obs) >= 24 * 90 else 0.0
+    trend6 = _log_ratio(m30, float(obs[-24 * 210:-24 * 180].mean())) if len(obs) >= 24 * 210 else 0.0
+    n_m = min(len(obs) // 730, 12)
+    top_month = float(obs[-n_m * 730:].reshape(n_m, 730).mean(axis=1).max()) if n_m else m30
+    # the expiry schedule: units in force now whose term ends within 1, 3, 6, 12 epochs
+    now = view.epoch * view.epoch_hours
+    hours = len(view.force_all)
+    expiring = []
+    for k in (1, 3, 6, 12):
+        later = now + k * view.epoch_hours
+        soon = view.force_all[later].sum() if later < hours else 0
+        expiring.append(max(0.0, float(view.in_force - soon)) / scale)
     rates = [p.commitments.get(t, p.overflow) / p.overflow for t in TERMS]
     v = np.array([
-        view.in_force / scale, view.force[0] / scale, view.force[1] / scale, view.expiring[0] / scale,
-        *q30, *q90, *q365, *levels, np.clip(trend1, -2, 2), np.clip(trend6, -2, 2), _growth(obs),
+        view.in_force / scale, view.force[0] / scale, view.force[1] / scale, *expiring,
+        *a30[:6], *q60, *a365[:5], *levels, trend1, trend6, _growth(obs), _log_ratio(m30, top_month),
         view.hours_left / (4 * YEAR_H), float(view.allowed[0]), float(view.allowed[1]), *rates,
     ], dtype=np.float32)
     return v
@@ -126,7 +142,7 @@ def action_units(view: EpochView, action: NDArray[np.int64] | list[int] | tuple[
     out = np.zeros(len(TERMS), dtype=np.int64)
     if kind == 0 or not view.allowed[kind - 1]:
         return out
-    target = int(round(bucket / (RATIO_STEPS - 1) * forecast_peak(view)))
+    target = target_level(view, bucket)
     out[kind - 1] = max(0, target - view.in_force)
     return out
 
@@ -149,18 +165,17 @@ class ReservationEnv(gym.Env[NDArray[np.float32], NDArray[np.int64]]):
 
     metadata: dict[str, Any] = {"render_modes": []}
 
-    def __init__(self, sampler: Sampler, epoch_hours: int = EPOCH_HOURS, advisor_baseline: bool = True) -> None:
+    def __init__(self, sampler: Sampler, epoch_hours: int = EPOCH_HOURS) -> None:
         super().__init__()
         self.sampler = sampler
         self.epoch_hours = epoch_hours
-        self.advisor_baseline = advisor_baseline
-        self._advisor = np.zeros(0)
         self.observation_space = gym.spaces.Box(low=-10.0, high=10.0, shape=(OBS_SIZE,), dtype=np.float32)
         self.action_space = gym.spaces.MultiDiscrete([N_TYPES, RATIO_STEPS])
         self._rng = np.random.default_rng()
         self.window: DemandWindow | None = None
         self.prices: ReservationPrices | None = None
         self.buys = np.zeros((0, len(TERMS)), dtype=np.int64)
+        self.force = np.zeros((0, len(TERMS)), dtype=np.int64)
         self.epoch = 0
         self.scale = 1.0
         self._view: EpochView | None = None
@@ -175,15 +190,7 @@ class ReservationEnv(gym.Env[NDArray[np.float32], NDArray[np.int64]]):
         self.force = np.zeros((len(self.window), len(TERMS)), dtype=np.int64)
         self.epoch = 0
         self._view = epoch_view(self.window, self.buys, 0, self.prices, self.epoch_hours, self.force)
-        self.scale = max(1.0, forecast_peak(self._view))
-        self._advisor = np.zeros(len(self.buys))
-        if self.advisor_baseline:
-            from seedance.reservations.accounting import simulate_plan
-            from seedance.reservations.policies import Percentile
-
-            sav = simulate_plan(Percentile(60.0).plan(self.window, self.prices, self.epoch_hours), self.window,
-                                self.prices).savings
-            self._advisor = np.add.reduceat(sav, np.arange(0, len(sav), self.epoch_hours))
+        self.scale = max(1.0, reference_level(self._view))
         return np.clip(features(self._view), -10, 10), {}
 
     def action_masks(self) -> NDArray[np.bool_]:
@@ -196,14 +203,17 @@ class ReservationEnv(gym.Env[NDArray[np.float32], NDArray[np.int64]]):
         units = action_units(self._view, action)
         self.buys[self.epoch] = units
         a = self.epoch * self.epoch_hours
-        b = min(len(self.window), a + self.epoch_hours)
-        for k, n in enumerate(units.tolist()):
-            if n:
-                self.force[a:a + TERM_HOURS[TERMS[k]], k] += n  # the mask keeps the term inside the window
-        # the epoch's hours, costed with every unit bought so far (later purchases cannot cover it)
-        att = attribute(self.window.values[a:b], self.force[a:b], self.prices, self.window.start)
-        saving = float(att.savings.sum())
-        reward = (saving - float(self._advisor[self.epoch])) / (self.prices.overflow * self.epoch_hours * self.scale)
+        saving = 0.0
+        if units.any():
+            # the marginal saving of this step's units over their term, given every earlier purchase
+            b = min(len(self.window), a + max(TERM_HOURS[TERMS[k]] for k in np.flatnonzero(units)))
+            d = self.window.values[a:b]
+            before = float(attribute(d, self.force[a:b], self.prices, self.window.start).cost.sum())
+            for k, n in enumerate(units.tolist()):
+                if n:
+                    self.force[a:a + TERM_HOURS[TERMS[k]], k] += n  # the mask keeps the term inside the window
+            saving = before - float(attribute(d, self.force[a:b], self.prices, self.window.start).cost.sum())
+        reward = saving / (self.prices.overflow * YEAR_H * self.scale)
         self.epoch += 1
         done = self.epoch >= len(self.buys)
         info: dict[str, Any] = {"saving": saving}

@@ -40,7 +40,7 @@ from seedance.reservations.pricing import TERMS
 class TrainConfig:
     """PPO settings (SB3 defaults where not stated; chosen on the ``tune`` split, see docs/reservations.md)."""
 
-    timesteps: int = 250_000
+    timesteps: int = 100_000
     seed: int = 0
     n_steps: int = 2048
     batch_size: int = 256
@@ -51,6 +51,7 @@ class TrainConfig:
     ent_coef: float = 0.01
     clip_range: float = 0.2
     net_arch: tuple[int, ...] = (64, 64)
+    n_envs: int = 4
     torch_threads: int = 1
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -72,19 +73,24 @@ def train_ppo(sampler: Sampler, config: TrainConfig = TrainConfig(), epoch_hours
     import torch
     from sb3_contrib import MaskablePPO
     from stable_baselines3.common.monitor import Monitor
+    from stable_baselines3.common.vec_env import DummyVecEnv
 
     torch.set_num_threads(config.torch_threads)
-    env = Monitor(ReservationEnv(sampler, epoch_hours))
-    env.reset(seed=config.seed)
+
+    def make() -> Monitor:
+        return Monitor(ReservationEnv(sampler, epoch_hours))
+
+    # each env draws its windows from its own stream (SB3 seeds env i with config.seed + i)
+    env = DummyVecEnv([make] * config.n_envs)
     model = MaskablePPO(
-        "MlpPolicy", env, n_steps=config.n_steps, batch_size=config.batch_size, n_epochs=config.n_epochs,
-        learning_rate=config.learning_rate, gamma=config.gamma, gae_lambda=config.gae_lambda,
+        "MlpPolicy", env, n_steps=config.n_steps // config.n_envs, batch_size=config.batch_size,
+        n_epochs=config.n_epochs, learning_rate=config.learning_rate, gamma=config.gamma, gae_lambda=config.gae_lambda,
         ent_coef=config.ent_coef, clip_range=config.clip_range, seed=config.seed, device="cpu", verbose=0,
         policy_kwargs={"net_arch": list(config.net_arch)})
     t0, c0 = time.perf_counter(), time.process_time()
     model.learn(total_timesteps=config.timesteps)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-    rets = env.get_episode_rewards()
+    rets = [float(r) for m in env.envs for r in m.get_episode_rewards()]  # type: ignore[attr-defined]
     return TrainResult(model=model, config=config, wall_s=wall, episodes=len(rets),
                        mean_return_last=float(np.mean(rets[-100:])) if rets else float("nan"), cpu_s=cpu)
 
