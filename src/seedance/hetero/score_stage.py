@@ -37,6 +37,7 @@ from seedance.core.cluster import ClusterSpec, ClusterState
 from seedance.core.decision import Decision
 from seedance.core.errors import InputError
 from seedance.core.resources import ResourceRequest
+from seedance.hetero.labels import LABEL_PRICE
 from seedance.hetero.throughput import ThroughputMatrix, default_matrix
 from seedance.profile.build import BuildContext
 from seedance.profile.context import StageServices
@@ -44,7 +45,6 @@ from seedance.profile.stages import SCORERS, Attempt, Scorer
 
 LABEL_WORKLOAD = "seedance.io/workload"
 LABEL_BATCH = "seedance.io/workload-batch"
-LABEL_PRICE = "seedance.io/price-per-gpu-hour"
 
 _BATCH = re.compile(r"^(?P<family>.*?)[\s_-]*(?:\(?\s*(?:bs|batch[\s_-]*size|batch)[\s_-]*(?P<batch>\d+)\s*\)?)?$",
                     re.IGNORECASE)
