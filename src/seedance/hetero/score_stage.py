@@ -138,6 +138,10 @@ class ThroughputPerDollar(Scorer):
         self._rows: list[int] = []
         self._note: dict[str, Any] | None = None
         self._best: float | None = None
+        self._memo: dict[tuple[str, str | None], tuple[str, list[int]] | str] = {}
+        self._rates: dict[tuple[tuple[int, ...], int], NDArray[np.float64]] = {}
+        self._cols: NDArray[np.intp] = np.zeros(0, dtype=np.intp)
+        self._prices: NDArray[np.float64] = np.zeros(0)
 
     @property
     def matrix(self) -> ThroughputMatrix:
@@ -151,7 +155,10 @@ class ThroughputPerDollar(Scorer):
         info = self.services.info(att)
         if info is None or LABEL_WORKLOAD not in info.labels:
             return False  # no job type: the policy's decision, untouched
-        got = workload_rows(self.matrix, info.labels)
+        key = (info.labels[LABEL_WORKLOAD], info.labels.get(LABEL_BATCH))
+        got = self._memo.get(key)
+        if got is None:
+            got = self._memo[key] = workload_rows(self.matrix, info.labels)
         if isinstance(got, str):
             self._note = {"fallback": "policy score", "reason": got}
             return False
@@ -163,48 +170,45 @@ class ThroughputPerDollar(Scorer):
         self._note = {"job_type": got[0], "objective": self.objective}
         return True
 
-    def _figures(self, view: ClusterState) -> list[NodeFigure]:
+    def _figures(self, view: ClusterState) -> tuple[list[NodeFigure], NDArray[np.intp], NDArray[np.float64]]:
         if self._spec is not view.spec:  # node models and labels are static per spec
             self._spec = view.spec
             self._nodes = [node_figure(self.matrix, n.gpu_model, n.labels) for n in view.spec.nodes]
-        return self._nodes
+            self._cols = np.array([-1 if f.col is None else f.col for f in self._nodes], dtype=np.intp)
+            self._prices = np.array([np.nan if f.price is None else f.price for f in self._nodes])
+        return self._nodes, self._cols, self._prices
 
-    def value(self, rate: float, fig: NodeFigure, gpus: int) -> float:
-        """The objective of one node: steps per $ (``Throughput``: steps/s)."""
-        assert fig.price is not None
-        return rate * 3600.0 / (fig.price * gpus)
+    def values(self, rates: NDArray[np.float64], prices: NDArray[np.float64], gpus: int) -> NDArray[np.float64]:
+        """The objective per node: steps per $ (``Throughput``: steps/s)."""
+        return rates * 3600.0 / (prices * gpus)
 
-    def rates(self, view: ClusterState, req: ResourceRequest, nodes: NDArray[np.intp]) -> NDArray[np.float64]:
-        """Steps/s of the attempt's job type on each of ``nodes`` (``nan``: no figure)."""
-        s = self.matrix.scale_index(req.num_gpu)
-        block = self.matrix.steps_per_s[self._rows, s, :]
-        with np.errstate(divide="ignore"):
-            per_col = np.exp(np.log(block).mean(axis=0)) if len(self._rows) > 1 else block[0]
-        figs = self._figures(view)
-        return np.array([per_col[figs[i].col] if figs[i].col is not None else np.nan for i in nodes.tolist()])
+    def per_column(self, scale: int) -> NDArray[np.float64]:
+        """Steps/s of the attempt's job type per matrix column at ``scale`` GPUs (geometric mean over rows)."""
+        key = (tuple(self._rows), scale)
+        got = self._rates.get(key)
+        if got is None:
+            s = self.matrix.scale_index(scale)
+            block = self.matrix.steps_per_s[self._rows, s, :]
+            with np.errstate(divide="ignore"):
+                got = np.exp(np.log(block).mean(axis=0)) if len(self._rows) > 1 else block[0].copy()
+            self._rates[key] = got
+        return got
 
     def score(self, view: ClusterState, req: ResourceRequest, nodes: NDArray[np.intp],
               policy: Any) -> NDArray[np.int64]:
-        figs = self._figures(view)
-        rates = self.rates(view, req, nodes)
-        vals = np.full(nodes.size, np.nan)
-        why: dict[str, str] = {}
-        for k, i in enumerate(nodes.tolist()):
-            f = figs[i]
-            name = view.spec.nodes[i].name
-            if f.col is None:
-                why[name] = f.why or "no figure"
-            elif not (rates[k] > 0):
-                why[name] = f"the matrix has no figure for {self._job} on {f.gpu}"
-            else:
-                vals[k] = self.value(float(rates[k]), f, max(req.num_gpu, 1))
-        known = ~np.isnan(vals)
+        figs, cols, prices = self._figures(view)
+        c = cols[nodes]
+        rates = np.where(c >= 0, self.per_column(req.num_gpu)[np.maximum(c, 0)], np.nan)
+        known = rates > 0
+        vals = np.where(known, self.values(rates, prices[nodes], max(req.num_gpu, 1)), np.nan)
         note = self._note if self._note is not None else {}
         for key in ("unscored", "fallback", "reason", "top"):  # a second stage of the attempt scores afresh
             note.pop(key, None)
         self._best = None
-        if why:
-            note["unscored"] = why
+        if not known.all():
+            note["unscored"] = {
+                view.spec.nodes[i].name: figs[i].why or f"the matrix has no figure for {self._job} on {figs[i].gpu}"
+                for i in nodes[~known].tolist()}
         if not known.any():
             note["fallback"] = "policy score"
             note["reason"] = "no feasible node has a throughput figure"
@@ -216,11 +220,11 @@ class ThroughputPerDollar(Scorer):
             upv = np.unique(ps)
             out[~known] = 1 + np.searchsorted(upv, ps)
             levels = int(upv.size)
-        uv = np.unique(vals[known])
-        out[known] = levels + 1 + np.searchsorted(uv, vals[known])
-        order = np.lexsort((view.rank[nodes][known], -vals[known]))[:3]
-        kn = nodes[known]
-        kv, kr = vals[known], rates[known]
+        kv = vals[known]
+        uv = np.unique(kv)
+        out[known] = levels + 1 + np.searchsorted(uv, kv)
+        kn, kr = nodes[known], rates[known]
+        order = np.lexsort((view.rank[kn], -kv))[:3]
         note["top"] = [{"node": view.spec.nodes[int(kn[o])].name, "gpu": figs[int(kn[o])].gpu,
                         "steps_per_s": round(float(kr[o]), 6), "usd_per_gpu_hour": figs[int(kn[o])].price,
                         "value": round(float(kv[o]), 6)} for o in order.tolist()]
@@ -245,8 +249,8 @@ class Throughput(ThroughputPerDollar):
     name: ClassVar[str] = "Throughput"
     objective: ClassVar[str] = "steps/s"
 
-    def value(self, rate: float, fig: NodeFigure, gpus: int) -> float:
-        return rate
+    def values(self, rates: NDArray[np.float64], prices: NDArray[np.float64], gpus: int) -> NDArray[np.float64]:
+        return rates
 
 
 def _per_dollar(b: BuildContext) -> ThroughputPerDollar:
