@@ -7,6 +7,8 @@ finishes, so that a partial run still reports; the summary at the end is the mea
     .venv/bin/python benchmarks/bench_checkpoint_stall.py --rule checkfreq -o stall-checkfreq.jsonl
     .venv/bin/python benchmarks/bench_checkpoint_stall.py --rule young-daly -o stall-young-daly.jsonl
     .venv/bin/python benchmarks/bench_checkpoint_stall.py --summary stall-checkfreq.jsonl
+    # remote-only at the tiered layout's interval (the same recovery points)
+    .venv/bin/python benchmarks/bench_checkpoint_stall.py --layouts remote-only --interval-layout tiered -o same.jsonl
 """
 
 from __future__ import annotations
@@ -32,18 +34,21 @@ FIELDS = ("checkpoint_stall_s", "stall_periodic_s", "stall_leave_s", "stall_rest
           "migrations", "preemptions", "gpu_hours")
 
 
-def run(rule: str, seeds: list[int], policies: list[str], out: Path) -> None:
+def run(rule: str, seeds: list[int], policies: list[str], out: Path, *, layouts: tuple[str, ...] = LAYOUTS,
+        interval_layout: str | None = None) -> None:
+    """Replay each (seed, policy, layout); ``interval_layout`` fixes one layout's interval for all (else own)."""
     m = default_matrix()
     gaps = alibaba_gaps(data_file(DEFAULT_PODS))
     with out.open("a") as f:
         for s in seeds:
             wl = gavel_mix(m, gaps, jobs=300, jobs_per_hour=3.0, seed=s)
             for p in policies:
-                for layout in LAYOUTS:
+                for layout in layouts:
+                    ref = interval_layout or layout
                     r = replay(p, wl, _fleet(GAVEL_CLUSTER, layout), ReplayOptions(interval_rule=rule,
-                                                                                   interval_layout=layout))
+                                                                                   interval_layout=ref))
                     f.write(json.dumps({"rule": rule, "seed": s, "policy": p, "layout": layout,
-                                        **{k: r[k] for k in FIELDS}}) + "\n")
+                                        "interval_layout": ref, **{k: r[k] for k in FIELDS}}) + "\n")
                     f.flush()
 
 
@@ -73,13 +78,16 @@ def main() -> None:
     ap.add_argument("--seeds", default="42-46")
     ap.add_argument("--policies", default=",".join(POLICIES))
     ap.add_argument("-o", "--out", type=Path, default=Path("stall.jsonl"))
+    ap.add_argument("--layouts", default=",".join(LAYOUTS))
+    ap.add_argument("--interval-layout", default=None, help="one layout's interval for every layout (default: own)")
     ap.add_argument("--summary", type=Path, default=None, help="summarise a JSONL file instead of running")
     a = ap.parse_args()
     if a.summary is not None:
         print(json.dumps(summary(a.summary), indent=1))
         return
     lo, _, hi = a.seeds.partition("-")
-    run(a.rule, list(range(int(lo), int(hi or lo) + 1)), a.policies.split(","), a.out)
+    run(a.rule, list(range(int(lo), int(hi or lo) + 1)), a.policies.split(","), a.out,
+        layouts=tuple(a.layouts.split(",")), interval_layout=a.interval_layout)
     print(json.dumps(summary(a.out), indent=1))
 
 
