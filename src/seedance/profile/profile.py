@@ -110,8 +110,10 @@ class SchedulingProfile:
         self._plain = Scheduler(self.policy, self.filters, explain=explain)
         self._chains: dict[tuple[str, str], Scheduler] = {}
         # no adapter and no bind hook: a pod outside the tier stages is exactly the framework's decision
-        self._direct = not self.adapters and not self.hooks and not self.scorers and not any(
+        # (with scorers: for every pod none of them has an opinion on, e.g. one that names no workload)
+        self._bare = not self.adapters and not self.hooks and not any(
             isinstance(f, AttemptFilter) for f in self.filters)  # attempt-aware stages need the attempt
+        self._direct = self._bare and not self.scorers
 
     # ------------------------------------------------------------------ stage access
     def chain(self, tier: str | None, pool: str = "own") -> tuple[FilterPlugin, ...]:
@@ -179,8 +181,17 @@ class SchedulingProfile:
         running: RunningPods | None = None, now: float = 0.0, borrow: bool = True, only: BoolA | None = None,
     ) -> Decision:
         """Decide where ``req`` goes now, or why it waits (see the module docstring)."""
-        if self._direct and only is None and (tier is None or self.pools is None or not self.pools.has(tier)):
-            return self._plain.decide(view, req, pod)  # the hot path of the simulators: no stage to run
+        if self._bare and only is None and (tier is None or self.pools is None or not self.pools.has(tier)):
+            if self._scored is None:
+                return self._plain.decide(view, req, pod)  # the hot path of the simulators: no stage to run
+            att = Attempt(view, req, pod, tier, running, now, borrow, only)
+            if not self._scored.begin(att, req):  # no scorer has an opinion: the policy's decision
+                d = self._plain.decide(view, req, pod)
+                if d.placement is not None:
+                    for sc in self.scorers:
+                        d = sc.annotate(d)
+                return d
+            return self.decide_scored(att).decision
         return self.decide_scored(
             Attempt(view, req, pod, tier, running, now, borrow, only)
         ).decision

@@ -148,12 +148,13 @@ class ScoredPolicy(PlacementPolicy):
         self.scorers = scorers
         self.active: Scorer | None = None
 
-    def begin(self, att: Attempt, req: ResourceRequest) -> None:
-        """Tell every scorer the attempt; the first with an opinion scores it."""
+    def begin(self, att: Attempt, req: ResourceRequest) -> bool:
+        """Tell every scorer the attempt; the first with an opinion scores it. Whether one has."""
         self.active = None
         for s in self.scorers:
             if s.begin(att, req) and self.active is None:
                 self.active = s
+        return self.active is not None
 
     def observe(self, req: ResourceRequest) -> None:
         self.base.observe(req)
