@@ -30,6 +30,14 @@ def test_simulate_gavel_mix_json(capsys: pytest.CaptureFixture[str]) -> None:
         assert len(pol["agnostic (tuned)"]["sweep"]) == 18
     assert doc["checkpoint_stall_ratio"]["agnostic"] > 2
     assert set(doc["remote_only_own_interval"]) == {"agnostic", "hetero-jct"}
+    both = doc["checkpoint_both_tuned"]
+    assert both["rule"] == "checkfreq"
+    row = both["hetero-jct"]
+    assert row["remote-only"]["checkpoint_stall_s"] == doc["remote_only_own_interval"]["hetero-jct"][
+        "checkpoint_stall_s"]
+    assert row["stall_ratio remote-only / tiered"] == pytest.approx(
+        row["remote-only"]["checkpoint_stall_s"] / row["tiered"]["checkpoint_stall_s"])
+    assert row["rework_per_interruption_ratio remote-only / tiered"] > 1  # fewer recovery points on remote
     assert "up to 3.5x" in doc["reference"] and "nvme" in doc["bandwidth_sources"]
 
 
@@ -37,6 +45,7 @@ def test_simulate_gavel_mix_json(capsys: pytest.CaptureFixture[str]) -> None:
     (["--workload", "alibaba-mix"], "unknown workload 'alibaba-mix'"),
     (["--workload", "gavel-mix", "--policy", "gavel"], "unknown heterogeneous replay policy 'gavel'"),
     (["--workload", "gavel-mix", "--storage", "tape"], "unknown storage layout 'tape'"),
+    (["--workload", "gavel-mix", "--checkpoint-rule", "daily"], "interval rule must be one of checkfreq, young-daly"),
 ])
 def test_simulate_bad_input_exits_2(capsys: pytest.CaptureFixture[str], argv: list[str], msg: str) -> None:
     rc, _, err = run(capsys, "simulate", "--mode", "replay", "--jobs", "5", "--seeds", "1", *argv)

@@ -11,7 +11,14 @@ from seedance.hetero.policies import maxmin_allocation
 from seedance.hetero.replay import ReplayOptions, replay
 from seedance.hetero.throughput import ThroughputMatrix, default_matrix
 from seedance.hetero.workload import Workload, alibaba_gaps, gavel_mix
-from seedance.storage.checkpoint import checkfreq_interval, checkpoint_cost, job_checkpoint_gb
+from seedance.storage.checkpoint import (
+    LLAMA3_INTERRUPTIONS_PER_GPU_HOUR,
+    checkfreq_interval,
+    checkpoint_cost,
+    durable_lag_s,
+    job_checkpoint_gb,
+    young_daly_interval,
+)
 from seedance.storage.tiers import STORAGE
 from seedance.traces.paths import DEFAULT_PODS, data_file
 
@@ -59,6 +66,57 @@ def test_remote_only_stall_ratio_is_the_bandwidth_ratio() -> None:
     assert fast["checkpoint_stall_s"] == pytest.approx(36_000 * s0 + 3_600 * s1)
 
 
+def test_stall_by_kind_and_expected_rework_on_the_hand_built_case() -> None:
+    r = replay("agnostic", WL, FLEET)
+    assert r["stall_leave_s"] == r["stall_restore_s"] == 0.0  # non-preemptive
+    assert r["stall_periodic_s"] == pytest.approx(r["checkpoint_stall_s"])
+    rows = []
+    for jt, rate in ((TYPES[0], 1.0), (TYPES[1], 5.0)):  # K80 for job 0, V100 for job 1, as FIFO places them
+        gb = job_checkpoint_gb(jt)
+        ref = checkpoint_cost(gb, STORAGE.get("tiered"), 15.75)
+        k = checkfreq_interval(1 / rate, ref.snapshot_s, ref.persist_s)
+        run_s = (36_000 if jt == TYPES[0] else 3_600) / eff(jt, rate)[0]
+        rows.append((run_s, k / rate / 2 + durable_lag_s(ref)))
+    gpu_s = sum(t for t, _ in rows)
+    per = sum(t * e for t, e in rows) / gpu_s
+    assert r["expected_rework_per_interruption_s"] == pytest.approx(per, rel=1e-9)
+    assert r["expected_rework_s"] == pytest.approx(gpu_s * per * LLAMA3_INTERRUPTIONS_PER_GPU_HOUR / 3600, rel=1e-9)
+    assert r["stall_plus_rework_s"] == pytest.approx(r["checkpoint_stall_s"] + r["expected_rework_s"])
+    # CheckFreq's bound holds on both layouts at their own interval (profile = true speed here)
+    for layout in ("tiered", "remote-only"):
+        own = replay("agnostic", WL, make_fleet([("k80", 1), ("v100", 1)], gpus_per_node=1, storage=layout),
+                     ReplayOptions(interval_layout=layout))
+        assert 0 < own["stall_periodic_s"] <= 0.035 * own["gpu_hours"] * 3600
+
+
+def test_a_preempted_job_stalls_for_its_snapshot_and_restores_from_dram() -> None:
+    # two equal jobs, one V100: least-attained-service alternates them every round
+    wl = Workload(np.zeros(2), np.array([0, 0]), np.array([36_000.0, 36_000.0]), np.array([[1.0, 10.0]] * 2),
+                  MATRIX)
+    fleet = make_fleet([("v100", 1)], gpus_per_node=1)
+    r = replay("agnostic-las", wl, fleet)
+    gb = job_checkpoint_gb(TYPES[0])
+    assert r["preemptions"] > 2 and r["migrations"] == 0
+    assert r["stall_leave_s"] == pytest.approx(r["preemptions"] * gb / 15.75)  # snapshot only, not + persist
+    assert r["stall_restore_s"] == pytest.approx((r["restarts"] - 2) * gb / 15.75)  # DRAM copy, same node
+    assert r["checkpoint_stall_s"] == pytest.approx(r["stall_periodic_s"] + r["stall_leave_s"] + r["stall_restore_s"])
+    slow = replay("agnostic-las", wl, make_fleet([("v100", 1)], gpus_per_node=1, storage="remote-only"))
+    assert slow["stall_leave_s"] == pytest.approx(slow["preemptions"] * gb / 1.25)  # synchronous remote write
+
+
+def test_young_daly_interval_rule_in_the_replay() -> None:
+    opts = ReplayOptions(interval_rule="young-daly", interruptions_per_gpu_hour=1.0)
+    r = replay("agnostic", WL, FLEET, opts)
+    want = []
+    for j, jt in enumerate(TYPES):
+        for c, node in enumerate(FLEET.nodes):  # one node per type: K80, V100
+            rate = float(MATRIX.steps_per_s[j, 0, c])
+            ref = checkpoint_cost(job_checkpoint_gb(jt), STORAGE.get("tiered"), node.gpu.pcie_gbs)
+            want.append(young_daly_interval(1 / rate, ref.snapshot_s, ref.persist_s, 3600.0) / rate)
+    assert r["mean_checkpoint_interval_s"] == pytest.approx(float(np.mean(want)), rel=1e-9)
+    assert r["interval_rule"] == "young-daly"
+
+
 def test_maxmin_lp_exact() -> None:
     x = maxmin_allocation(np.array([[1.0, 0.1], [1.0, 1.0]]), np.array([1, 1]))
     assert x == pytest.approx(np.array([[1.0, 0.0], [0.0, 1.0]]), abs=1e-6)
@@ -98,3 +156,24 @@ def test_bad_options() -> None:
         ReplayOptions(round_s=0)
     with pytest.raises(InputError, match="placement must be"):
         ReplayOptions(placement="random")
+    with pytest.raises(InputError, match="interval rule must be one of checkfreq, young-daly") as ei:
+        ReplayOptions(interval_rule="daily")
+    assert ei.value.field == "interval_rule"
+    with pytest.raises(InputError, match="must be > 0"):
+        ReplayOptions(interruptions_per_gpu_hour=0.0)
+
+
+def test_dram_staging_alone_stalls_as_much_as_the_nvme_cxl_tiers() -> None:
+    # CheckFreq on a node with host DRAM but no NVMe/CXL: the same snapshot (PCIe-bound), the same interval
+    # (the stall bound binds before the persist bound), the same network-bound restores; only the durable copy lags
+    wl = Workload(np.zeros(3), np.array([0, 0, 1]), np.array([7_200.0, 9_000.0, 7_200.0]),
+                  np.array([[1.0, 10.0], [1.0, 10.0], [5.0, 5.0]]), MATRIX)
+    for rule in ("checkfreq", "young-daly"):
+        runs = {s: replay("agnostic-las", wl, make_fleet([("k80", 1), ("v100", 1)], gpus_per_node=1, storage=s),
+                          ReplayOptions(interval_layout=s, interval_rule=rule)) for s in ("tiered", "dram-remote")}
+        assert runs["tiered"]["migrations"] > 0 and runs["tiered"]["stall_restore_s"] > 0
+        for k in ("checkpoint_stall_s", "stall_periodic_s", "stall_leave_s", "stall_restore_s",
+                  "mean_checkpoint_interval_s"):
+            assert runs["dram-remote"][k] == pytest.approx(runs["tiered"][k], rel=1e-12), (rule, k)
+        lag = "expected_rework_per_interruption_s"
+        assert runs["dram-remote"][lag] > runs["tiered"][lag]

@@ -8,10 +8,14 @@ import pytest
 
 from seedance.core.errors import InputError
 from seedance.storage.checkpoint import (
+    LLAMA3_INTERRUPTIONS_PER_GPU_HOUR,
     checkfreq_interval,
     checkpoint_cost,
     checkpoint_gb,
+    durable_lag_s,
     job_checkpoint_gb,
+    leave_stall_s,
+    young_daly_interval,
 )
 from seedance.storage.tiers import STORAGE, Tier, custom
 
@@ -78,3 +82,32 @@ def test_checkfreq_rule() -> None:
     assert checkfreq_interval(1.0, 0.0, 0.0) == 1
     with pytest.raises(InputError):
         checkfreq_interval(0.0, 0.1, 0.1)
+
+
+def test_young_daly_rule() -> None:
+    # sqrt(2 x 0.05 s x 1e6 s) = 316.2 s = 1264.9 iterations of 0.25 s -> 1265
+    assert young_daly_interval(0.25, 0.05, 0.2, 1e6) == 1265
+    # never under the persist (one checkpoint in flight) nor under one iteration
+    assert young_daly_interval(0.25, 1e-9, 3.0, 1.0) == 12
+    assert young_daly_interval(1.0, 0.0, 0.0, 1e6) == 1
+    # stall ratio of two layouts at their own optimum: sqrt of their snapshot ratio (unclamped)
+    fast, slow = young_daly_interval(0.1, 0.01, 0.0, 1e8), young_daly_interval(0.1, 0.16, 0.0, 1e8)
+    assert (0.16 / slow) / (0.01 / fast) == pytest.approx(4.0, rel=1e-3)
+    with pytest.raises(InputError) as ei:
+        young_daly_interval(0.1, 0.01, 0.0, 0.0)
+    assert ei.value.field == "young-daly"
+    assert math.isclose(LLAMA3_INTERRUPTIONS_PER_GPU_HOUR, 1.973e-5, rel_tol=1e-3)
+
+
+def test_leaving_the_gpu_stalls_for_the_snapshot_and_durability_lags_by_the_persist() -> None:
+    gb = job_checkpoint_gb("ResNet-50 (batch size 64)")  # 0.2045 GB
+    tiered = checkpoint_cost(gb, STORAGE.get("tiered"), 15.75)
+    remote = checkpoint_cost(gb, STORAGE.get("remote-only"), 15.75)
+    staged = checkpoint_cost(gb, STORAGE.get("dram-remote"), 15.75)
+    assert leave_stall_s(tiered) == pytest.approx(gb / 15.75)  # GPU -> DRAM over PCIe 3.0 x16
+    assert durable_lag_s(tiered) == pytest.approx(gb / 15.75 + gb / 3.8)  # + DRAM -> NVMe
+    assert leave_stall_s(remote) == durable_lag_s(remote) == pytest.approx(gb / 1.25)  # synchronous remote write
+    # CheckFreq on a node without NVMe/CXL: the same snapshot as tiered, a slower persist
+    assert (staged.snapshot_tier, staged.persist_tier) == ("dram", "remote")
+    assert leave_stall_s(staged) == leave_stall_s(tiered)
+    assert durable_lag_s(staged) == pytest.approx(gb / 15.75 + gb / 1.25)

@@ -142,10 +142,11 @@ def explain_replay_job(job: int, *, seed: int, policy: str, jobs: int, jobs_per_
 
 def simulate_workload(workload: str, mode: str, policy: str, paper_policies: str, seeds: str,
                       pods: list[Path] | None, storage: str, jobs: int, jobs_per_hour: float, output: str,
-                      out: Path | None) -> None:
+                      out: Path | None, *, rule: str = "checkfreq") -> None:
     """``simulate --mode replay --workload gavel-mix``."""
     from seedance.cli.common import dumps, emit, parse_seeds, split_names
     from seedance.hetero.experiment import DEFAULT_POLICIES, render_table, run
+    from seedance.hetero.replay import ReplayOptions
     from seedance.hetero.throughput import default_matrix
     from seedance.traces.paths import DEFAULT_PODS, data_file
 
@@ -156,8 +157,13 @@ def simulate_workload(workload: str, mode: str, policy: str, paper_policies: str
     if pods is not None and len(pods) != 1:
         raise InputError("give one pod list (the arrivals) with --workload", source="--pods")
     names = split_names(DEFAULT_POLICIES if policy == paper_policies else policy)
+    try:
+        opts = ReplayOptions(interval_rule=rule)
+    except InputError as exc:
+        raise InputError(exc.message, source="--checkpoint-rule") from None
     payload = run(default_matrix(), pods[0] if pods else data_file(DEFAULT_PODS), policies=names,
-                  seeds=parse_seeds(seeds), jobs=jobs, jobs_per_hour=jobs_per_hour, storages=split_names(storage))
+                  seeds=parse_seeds(seeds), jobs=jobs, jobs_per_hour=jobs_per_hour, storages=split_names(storage),
+                  opts=opts)
     emit(dumps(payload) if output == "json" else render_table(payload), out)
 
 

@@ -138,8 +138,11 @@ def register(app: typer.Typer) -> None:
         ] = None,
         storage: Annotated[
             str, typer.Option(help="With --workload: checkpoint storage layouts, comma-separated "
-                                   "(tiered, nvme, remote-only).")
+                                   "(tiered, nvme, dram-remote, remote-only).")
         ] = "tiered",
+        checkpoint_rule: Annotated[
+            str, typer.Option(help="With --workload: checkpoint interval rule, checkfreq or young-daly.")
+        ] = "checkfreq",
         jobs: Annotated[int, typer.Option(help="With --workload: jobs per seed.")] = 300,
         jobs_per_hour: Annotated[float, typer.Option(help="With --workload: arrival rate.")] = 3.0,
         profile: Annotated[
@@ -153,7 +156,7 @@ def register(app: typer.Typer) -> None:
             from seedance.cli.hetero import simulate_workload
 
             simulate_workload(workload, mode.value, policy, PAPER_POLICIES, seeds, pods, storage, jobs,
-                              jobs_per_hour, output.value, out)
+                              jobs_per_hour, output.value, out, rule=checkpoint_rule)
             return
         from seedance.scheduling.framework import make_policy
         from seedance.traces.paths import DEFAULT_NODES, DEFAULT_PODS, FGD_EXPECTED, data_file

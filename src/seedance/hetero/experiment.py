@@ -30,7 +30,11 @@ from seedance.storage.tiers import BANDWIDTH_SOURCES, STORAGE
 GAVEL_CLUSTER: tuple[tuple[str, int], ...] = (("v100", 12), ("p100", 12), ("k80", 12))
 DEFAULT_POLICIES = "agnostic,hetero-jct,hetero-fair"
 METRICS = ("avg_jct_s", "p99_jct_s", "median_jct_s", "makespan_s", "migrations", "preemptions",
-           "checkpoint_stall_s", "mean_checkpoint_interval_s")
+           "checkpoint_stall_s", "mean_checkpoint_interval_s", "stall_periodic_s", "stall_leave_s", "stall_restore_s",
+           "expected_rework_per_interruption_s", "expected_rework_s", "stall_plus_rework_s", "gpu_hours")
+STALL_FIELDS = ("checkpoint_stall_s", "stall_periodic_s", "stall_leave_s", "stall_restore_s",
+                "mean_checkpoint_interval_s", "expected_rework_per_interruption_s", "expected_rework_s",
+                "stall_plus_rework_s")
 GAVEL_REFERENCE = ("Gavel (OSDI'20): heterogeneity-aware policies improve average JCT by up to 3.5x over "
                    "heterogeneity-agnostic versions of the same policies (simulated 36-GPU cluster, 12 V100 / "
                    "12 P100 / 12 K80, and a 48-GPU physical cluster)")
@@ -107,8 +111,10 @@ def run(matrix: ThroughputMatrix, pods: Path, *, policies: Sequence[str], seeds:
         "cluster": dict(GAVEL_CLUSTER),
         "round_s": o.round_s,
         "restart_s": o.restart_s,
-        "checkpoint_interval": f"CheckFreq rule, {o.checkfreq_overhead:.1%} overhead bound, on the "
-                               f"{o.interval_layout!r} layout",
+        "checkpoint_interval": (f"CheckFreq rule, {o.checkfreq_overhead:.1%} overhead bound" if o.interval_rule ==
+                                "checkfreq" else f"Young's optimum sqrt(2 x stall x MTBF), "
+                                f"{o.interruptions_per_gpu_hour:.3g} interruptions per GPU-hour")
+                               + f", on the {o.interval_layout!r} layout",
         "storage": by_storage,
         "bandwidth_sources": dict(BANDWIDTH_SOURCES),
         "reference": GAVEL_REFERENCE,
@@ -120,14 +126,38 @@ def run(matrix: ThroughputMatrix, pods: Path, *, policies: Sequence[str], seeds:
             / by_storage[fast]["policies"][p]["checkpoint_stall_s"]
             for p in policies}
         payload["checkpoint_stall_ratio_layouts"] = f"remote-only / {fast}"
-        # the remote-only baseline tuned by its own CheckFreq rule: stall within the bound, fewer checkpoints
-        own = replace(o, interval_layout="remote-only")
-        fleet = _fleet(GAVEL_CLUSTER, "remote-only")
-        payload["remote_only_own_interval"] = {
-            p: {k: v for k, v in _mean([{**replay(p, wl, fleet, own), "seed": s} for s, wl in workloads]).items()
-                if k != "per_seed"}
-            for p in policies}
+        # every layout tuned by the same rule on its own costs (the baseline too): stall, rework, both
+        tuned: dict[str, dict[str, Any]] = {}
+        for storage in storages:
+            if storage == o.interval_layout:
+                tuned[storage] = {p: by_storage[storage]["policies"][p] for p in policies}
+                continue
+            own = replace(o, interval_layout=storage)
+            fleet = _fleet(GAVEL_CLUSTER, storage)
+            tuned[storage] = {p: _mean([{**replay(p, wl, fleet, own), "seed": s} for s, wl in workloads])
+                              for p in policies}
+        payload["remote_only_own_interval"] = {p: {k: v for k, v in tuned["remote-only"][p].items() if k != "per_seed"}
+                                               for p in policies}
+        payload["checkpoint_both_tuned"] = both_tuned(tuned, policies, o)
     return payload
+
+
+def both_tuned(tuned: dict[str, dict[str, Any]], policies: Sequence[str], o: ReplayOptions) -> dict[str, Any]:
+    """Per policy: each layout at its own interval (same rule), and remote-only over each other layout."""
+    out: dict[str, Any] = {"rule": o.interval_rule, "interruptions_per_gpu_hour": o.interruptions_per_gpu_hour}
+    base = tuned["remote-only"]
+    for p in policies:
+        row: dict[str, Any] = {s: {k: tuned[s][p][k] for k in STALL_FIELDS} for s in tuned}
+        for s in tuned:
+            if s == "remote-only":
+                continue
+            row[f"stall_ratio remote-only / {s}"] = base[p]["checkpoint_stall_s"] / tuned[s][p]["checkpoint_stall_s"]
+            row[f"stall_plus_rework_ratio remote-only / {s}"] = (
+                base[p]["stall_plus_rework_s"] / tuned[s][p]["stall_plus_rework_s"])
+            row[f"rework_per_interruption_ratio remote-only / {s}"] = (
+                base[p]["expected_rework_per_interruption_s"] / tuned[s][p]["expected_rework_per_interruption_s"])
+        out[p] = row
+    return out
 
 
 def render_table(payload: dict[str, Any]) -> str:
@@ -145,5 +175,14 @@ def render_table(payload: dict[str, Any]) -> str:
     if "checkpoint_stall_ratio" in payload:
         for p, v in payload["checkpoint_stall_ratio"].items():
             lines.append(f"checkpoint stall {payload['checkpoint_stall_ratio_layouts']}, {p}: {v:.2f}x")
+    both = payload.get("checkpoint_both_tuned")
+    if both is not None:
+        lines.append(f"every layout at its own interval ({both['rule']}):")
+        for p, row in both.items():
+            if not isinstance(row, dict):
+                continue
+            for k, v in row.items():
+                if "ratio" in k:
+                    lines.append(f"  {p}: {k} {v:.2f}x")
     lines.append(f"reference: {payload['reference']}")
     return "\n".join(lines)

@@ -26,6 +26,7 @@ from numpy.typing import NDArray
 from seedance.core.cluster import ClusterSpec, ClusterState
 from seedance.core.errors import InputError
 from seedance.core.resources import ResourceRequest
+from seedance.hetero.labels import NODE_CC, NODE_DRIVER
 from seedance.profile.build import BuildContext
 from seedance.profile.context import AttemptFilter, StageServices
 from seedance.profile.stages import FILTERS, Attempt
@@ -36,8 +37,6 @@ BoolA = NDArray[np.bool_]
 LABEL_CUDA = "seedance.io/cuda"
 LABEL_SASS = "seedance.io/cuda-sass"
 LABEL_PTX = "seedance.io/cuda-ptx"
-NODE_CC = ("nvidia.com/gpu.compute.major", "nvidia.com/gpu.compute.minor")
-NODE_DRIVER = ("nvidia.com/cuda.driver.major", "nvidia.com/cuda.driver.minor", "nvidia.com/cuda.driver.rev")
 
 NodeKey = tuple[tuple[int, int], tuple[int, ...]] | str
 """A node's ``(compute capability, driver)``, or why it cannot be known."""

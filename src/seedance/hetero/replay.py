@@ -12,10 +12,14 @@ Two drivers, one accounting:
   restore (from the same node's staging copy, else over the network from the persistent copy); one
   starting on a different node than it last ran on is a *migration*.
 
-Every running job checkpoints periodically at CheckFreq's interval (``seedance.storage.checkpoint``),
-computed on the *interval layout* (``tiered`` unless told otherwise) so that ``--storage remote-only``
-replays the same recovery points on slower storage. ``checkpoint_stall_s`` sums periodic snapshots,
-checkpoints on preemption or migration, and restores.
+Every running job checkpoints periodically at the interval of the *interval rule* (CheckFreq's, or
+Young's optimum of stall + rework; ``seedance.storage.checkpoint``), computed on the *interval layout*
+(``tiered`` unless told otherwise) so that ``--storage remote-only`` replays the same recovery points on
+slower storage. ``checkpoint_stall_s`` sums periodic snapshots (``stall_periodic_s``), the snapshot of a
+job leaving its GPU on preemption or migration (``stall_leave_s``; the persist overlaps its time off the
+GPU) and restores (``stall_restore_s``). ``expected_rework_s`` is the work expected lost to unplanned
+interruptions at ``interruptions_per_gpu_hour``: per interruption, half an interval plus the time the
+last checkpoint takes to become durable (``expected_rework_per_interruption_s``, GPU-time weighted).
 
 Job speeds are the workload's true rates (profile x per-job noise) times the node's power factor;
 policies see only the profile.
@@ -35,7 +39,15 @@ from seedance.core.errors import InputError
 from seedance.hetero.fleet import Fleet, FleetNode
 from seedance.hetero.policies import ROUND_POLICIES, RoundView
 from seedance.hetero.workload import Workload
-from seedance.storage.checkpoint import checkfreq_interval, checkpoint_cost, job_checkpoint_gb
+from seedance.storage.checkpoint import (
+    LLAMA3_INTERRUPTIONS_PER_GPU_HOUR,
+    checkfreq_interval,
+    checkpoint_cost,
+    durable_lag_s,
+    job_checkpoint_gb,
+    leave_stall_s,
+    young_daly_interval,
+)
 from seedance.storage.tiers import STORAGE, TierSet
 
 
@@ -48,19 +60,31 @@ class ReplayOptions:
     checkfreq_overhead: float = 0.035
     interval_layout: str = "tiered"
     placement: str = "best-fit"
+    interval_rule: str = "checkfreq"
+    interruptions_per_gpu_hour: float = LLAMA3_INTERRUPTIONS_PER_GPU_HOUR
 
     def __post_init__(self) -> None:
         if not self.round_s > 0:
             raise InputError("must be > 0", field="round_s")
+        if self.interval_rule not in INTERVAL_RULES:
+            raise InputError(f"checkpoint interval rule must be one of {', '.join(INTERVAL_RULES)}, not "
+                             f"{self.interval_rule!r}", field="interval_rule")
+        if not (math.isfinite(self.interruptions_per_gpu_hour) and self.interruptions_per_gpu_hour > 0):
+            raise InputError(f"must be > 0, got {self.interruptions_per_gpu_hour!r}",
+                             field="interruptions_per_gpu_hour")
         if self.placement not in ("best-fit", "worst-fit", "first-fit"):
             raise InputError(f"placement must be best-fit, worst-fit or first-fit, not {self.placement!r}",
                              field="placement")
 
 
+INTERVAL_RULES = ("checkfreq", "young-daly")
+
+
 class _Costs:
     """Per (job, GPU type) checkpoint figures on the fleet's layout; interval from the interval layout."""
 
-    __slots__ = ("interval", "interval_s", "persist", "restore_local", "restore_remote", "snapshot")
+    __slots__ = ("interval", "interval_s", "leave", "persist", "restore_local", "restore_remote", "rework",
+                 "snapshot")
 
     def __init__(self, wl: Workload, fleet: Fleet, types: list[FleetNode], opts: ReplayOptions) -> None:
         n, k = len(wl), len(types)
@@ -70,6 +94,9 @@ class _Costs:
         self.interval_s = np.full((n, k), np.nan)
         self.restore_local = np.zeros((n, k))
         self.restore_remote = np.zeros((n, k))
+        self.leave = np.zeros((n, k))
+        self.rework = np.zeros((n, k))
+        mtbf_s = 3600.0 / opts.interruptions_per_gpu_hour
         ref_layout: TierSet = STORAGE.get(opts.interval_layout)
         size = {t: job_checkpoint_gb(wl.matrix.job_types[t]) for t in set(wl.job_type.tolist())}
         for j in range(n):
@@ -82,9 +109,14 @@ class _Costs:
                 if not prof > 0:
                     continue
                 self.snapshot[j, c], self.persist[j, c] = ck.snapshot_s, ck.persist_s
-                self.interval[j, c] = checkfreq_interval(1.0 / prof, ref.snapshot_s, ref.persist_s,
-                                                         opts.checkfreq_overhead)
+                self.leave[j, c] = leave_stall_s(ck)
+                if opts.interval_rule == "young-daly":
+                    self.interval[j, c] = young_daly_interval(1.0 / prof, ref.snapshot_s, ref.persist_s, mtbf_s)
+                else:
+                    self.interval[j, c] = checkfreq_interval(1.0 / prof, ref.snapshot_s, ref.persist_s,
+                                                             opts.checkfreq_overhead)
                 self.interval_s[j, c] = self.interval[j, c] / prof
+                self.rework[j, c] = self.interval_s[j, c] / 2 + durable_lag_s(ck)
                 self.restore_local[j, c] = ck.restore_s(node.storage, pcie, same_node=True,
                                                         network_gbs=node.network_gbs)
                 self.restore_remote[j, c] = ck.restore_s(node.storage, pcie, same_node=False,
@@ -116,8 +148,34 @@ def _matrix_cols(wl: Workload, fleet: Fleet) -> list[int]:
     return cols
 
 
+class _Books:
+    """Stall by kind and the GPU-time-weighted rework per interruption, summed over jobs."""
+
+    __slots__ = ("gpu_s", "leave", "periodic", "restore", "rework_gpu_s")
+
+    def __init__(self) -> None:
+        self.periodic = self.leave = self.restore = self.gpu_s = self.rework_gpu_s = 0.0
+
+    def run(self, costs: _Costs, j: int, c: int, seconds: float, steps: float) -> float:
+        """A job ran ``seconds`` (``steps`` steps) on a GPU of type ``c``; its periodic stall."""
+        st = steps * costs.stall_per_step(j, c)
+        self.periodic += st
+        self.gpu_s += seconds
+        self.rework_gpu_s += seconds * float(costs.rework[j, c])
+        return st
+
+    def fields(self, opts: ReplayOptions) -> dict[str, float]:
+        per = self.rework_gpu_s / self.gpu_s if self.gpu_s > 0 else 0.0
+        rework = self.rework_gpu_s * opts.interruptions_per_gpu_hour / 3600.0
+        total = self.periodic + self.leave + self.restore
+        return {"stall_periodic_s": self.periodic, "stall_leave_s": self.leave, "stall_restore_s": self.restore,
+                "expected_rework_per_interruption_s": per, "expected_rework_s": rework,
+                "stall_plus_rework_s": total + rework, "gpu_hours": self.gpu_s / 3600.0}
+
+
 def _summary(policy: str, wl: Workload, finish: NDArray[np.float64], stall: NDArray[np.float64],
-             migrations: int, preemptions: int, restarts: int, fleet: Fleet, costs: _Costs) -> dict[str, Any]:
+             migrations: int, preemptions: int, restarts: int, fleet: Fleet, costs: _Costs, books: _Books,
+             opts: ReplayOptions) -> dict[str, Any]:
     jct = finish - wl.arrival
     return {
         "policy": policy,
@@ -131,6 +189,9 @@ def _summary(policy: str, wl: Workload, finish: NDArray[np.float64], stall: NDAr
         "restarts": int(restarts),
         "checkpoint_stall_s": float(stall.sum()),
         "mean_checkpoint_interval_s": float(np.nanmean(costs.interval_s)),
+        **books.fields(opts),
+        "interval_rule": opts.interval_rule,
+        "interval_layout": opts.interval_layout,
         "storage": fleet.nodes[0].storage.name,
     }
 
@@ -140,6 +201,7 @@ def replay_agnostic(wl: Workload, fleet: Fleet, opts: ReplayOptions) -> dict[str
     types = _type_nodes(fleet)
     cols = _matrix_cols(wl, fleet)
     costs = _Costs(wl, fleet, types, opts)
+    books = _Books()
     tindex = {t: i for i, t in enumerate(fleet.types)}
     free = np.array([n.gpus for n in fleet.nodes], dtype=np.int64)
     node_type = np.array([tindex[n.gpu.name] for n in fleet.nodes])
@@ -178,9 +240,9 @@ def replay_agnostic(wl: Workload, fleet: Fleet, opts: ReplayOptions) -> dict[str
             c = int(node_type[node])
             rate = costs.effective_rate(float(wl.true_rate[j, cols[c]]) * factor[node], j, c)
             finish[j] = t + opts.restart_s + wl.steps[j] / rate
-            stall[j] = wl.steps[j] * costs.stall_per_step(j, c)
+            stall[j] = books.run(costs, j, c, float(wl.steps[j] / rate), float(wl.steps[j]))
             heapq.heappush(events, (float(finish[j]), j, node))
-    return _summary("agnostic", wl, finish, stall, 0, 0, len(wl), fleet, costs)
+    return _summary("agnostic", wl, finish, stall, 0, 0, len(wl), fleet, costs, books, opts)
 
 
 def replay_rounds(policy_name: str, wl: Workload, fleet: Fleet, opts: ReplayOptions, *,
@@ -194,6 +256,7 @@ def replay_rounds(policy_name: str, wl: Workload, fleet: Fleet, opts: ReplayOpti
     types = _type_nodes(fleet)
     cols = _matrix_cols(wl, fleet)
     costs = _Costs(wl, fleet, types, opts)
+    books = _Books()
     k_types = len(types)
     n = len(wl)
     profile = wl.matrix.steps_per_s[wl.job_type][:, 0, :][:, cols]
@@ -267,10 +330,11 @@ def replay_rounds(policy_name: str, wl: Workload, fleet: Fleet, opts: ReplayOpti
             rounds_active[j] += 1
             was = running_node[j]
             now = new_node[i]
-            if was >= 0 and now != was:  # leaves its GPU: checkpoint and persist
+            if was >= 0 and now != was:  # leaves its GPU: snapshot (the persist runs while it is off the GPU)
                 c = _type_of(fleet, was, types)
-                save = costs.snapshot[j, c] + costs.persist[j, c]
+                save = float(costs.leave[j, c])
                 stall[j] += save
+                books.leave += save
                 pending[j] += save
                 preemptions += 1 if now < 0 else 0
             if now < 0:
@@ -287,6 +351,7 @@ def replay_rounds(policy_name: str, wl: Workload, fleet: Fleet, opts: ReplayOpti
                     rs = costs.restore_local[j, c] if same else costs.restore_remote[j, c]
                     over += rs
                     stall[j] += rs
+                    books.restore += rs
                     if not same:
                         migrations += 1
                         if explain == j and log is not None:
@@ -309,7 +374,7 @@ def replay_rounds(policy_name: str, wl: Workload, fleet: Fleet, opts: ReplayOpti
             left = wl.steps[j] - done_steps[j]
             used = min(budget, left / rate)
             done_steps[j] += used * rate
-            stall[j] += used * rate * costs.stall_per_step(j, c)
+            stall[j] += books.run(costs, j, c, used, used * rate)
             attained[j] += used
             attained_norm[j] += used * norm[j, c]
             received[j, c] += 1
@@ -320,7 +385,7 @@ def replay_rounds(policy_name: str, wl: Workload, fleet: Fleet, opts: ReplayOpti
                 running_node[j] = -1
                 remaining -= 1
         t += opts.round_s
-    return _summary(policy_name, wl, finish, stall, migrations, preemptions, restarts, fleet, costs)
+    return _summary(policy_name, wl, finish, stall, migrations, preemptions, restarts, fleet, costs, books, opts)
 
 
 def _type_of(fleet: Fleet, node: int, types: list[FleetNode]) -> int:

@@ -48,6 +48,7 @@ from seedance.core.cluster import ClusterSpec, ClusterState, NodeSpec
 from seedance.core.decision import Decision, Outcome, Placement
 from seedance.core.errors import InputError, SeedanceError
 from seedance.core.resources import ResourceRequest
+from seedance.hetero.labels import HETERO_NODE_LABELS
 from seedance.k8s import keys
 from seedance.k8s.objects import Doc, PodInfo, node_spec, node_unschedulable, pod_info
 from seedance.k8s.trust import TRUST_NODE_LABELS, ExtenderStages
@@ -150,7 +151,8 @@ class Extender:
         self.config = self.stages.configure(profile or default_extender_profile(policy.name))
         self._profile: SchedulingProfile | None = None
         self._label_keys = frozenset(
-            {keys.NODE_LABEL_GPU_MODEL, keys.NODE_LABEL_GPU_PRODUCT, LABEL_MODE, *TRUST_NODE_LABELS}
+            {keys.NODE_LABEL_GPU_MODEL, keys.NODE_LABEL_GPU_PRODUCT, LABEL_MODE, *TRUST_NODE_LABELS,
+             *HETERO_NODE_LABELS}
             | {k for t in tier_config.tiers.values() for k in (*t.node_labels, *t.borrow_labels)}
         )
 

@@ -10,7 +10,7 @@ from seedance.core.cluster import ClusterState
 from seedance.profile.config import ProfileConfig, SlicesConfig, TiersConfig
 from seedance.profile.context import StageServices
 from seedance.profile.profile import SchedulingProfile
-from seedance.profile.stages import ADAPTERS, BIND_HOOKS, FALLBACKS, FILTERS
+from seedance.profile.stages import ADAPTERS, BIND_HOOKS, FALLBACKS, FILTERS, SCORERS
 from seedance.scheduling.framework import FilterPlugin, PlacementPolicy, PolicyContext, make_policy
 from seedance.scheduling.tasktypes import TaskTypes
 
@@ -85,13 +85,14 @@ def build_profile(
     adapters = [a for a in (ADAPTERS.get(n)(b) for n in config.adapters) if a is not None]
     fallbacks = [f for f in (FALLBACKS.get(n)(b) for n in config.tiers.fallbacks) if f is not None]
     hooks = [h for h in (BIND_HOOKS.get(n)(b) for n in config.bind_hooks) if h is not None]
+    scorers = [SCORERS.get(n)(b) for n in config.scorers]
     pools = None
     if config.tiers.enabled:
         from seedance.profile.tiers import TierPools
 
         pools = TierPools(b.tiers())
     return SchedulingProfile(
-        scorer, filters, adapters=adapters, pools=pools, fallbacks=fallbacks, hooks=hooks,
+        scorer, filters, adapters=adapters, pools=pools, fallbacks=fallbacks, hooks=hooks, scorers=scorers,
         explain=config.explain if explain is None else explain, name=config.name,
     )
 

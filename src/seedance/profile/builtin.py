@@ -70,4 +70,5 @@ BIND_HOOKS.add("mig-ledger", _mig_ledger)
 # stages of other domains register themselves on import (trust, cost-aware deferral, CUDA pre-flight)
 import seedance.costmodel.deferral_stage  # noqa: E402, F401
 import seedance.hetero.profile_stages  # noqa: E402, F401
+import seedance.hetero.score_stage  # noqa: E402, F401
 import seedance.trust.profile_stages  # noqa: E402, F401

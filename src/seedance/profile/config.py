@@ -72,6 +72,9 @@ class ProfileConfig(_Strict):
     queue: str = Field(default="fifo", description="Queue order of pending pods (`QUEUE_ORDERS`).")
     adapters: tuple[str, ...] = Field(default=("tier-request",), description="Request adapters, in order.")
     filters: tuple[str, ...] = Field(default=DEFAULT_FILTER_NAMES, description="Filter stages, in order.")
+    scorers: tuple[str, ...] = Field(
+        default=(), description="Scorer stages, in order: the first with an opinion scores in place of the policy."
+    )
     tiers: TiersConfig = Field(default_factory=TiersConfig)
     slices: SlicesConfig = Field(default_factory=SlicesConfig)
     bind_hooks: tuple[str, ...] = Field(default=("mig-ledger",), description="Bind hooks, in order.")
@@ -118,7 +121,7 @@ def profile_from_text(text: str, *, source: str) -> ProfileConfig:
 def check_names(cfg: ProfileConfig, *, source: str, node: yaml.Node | None = None) -> None:
     """Every named stage, queue order and policy option exists (``InputError`` with file and line)."""
     from seedance.core.yamldoc import line_of
-    from seedance.profile.stages import ADAPTERS, BIND_HOOKS, FALLBACKS, FILTERS
+    from seedance.profile.stages import ADAPTERS, BIND_HOOKS, FALLBACKS, FILTERS, SCORERS
     from seedance.scheduling.framework import PLACEMENT_POLICIES, validate_options
     from seedance.scheduling.queueing import QUEUE_ORDERS
 
@@ -133,6 +136,7 @@ def check_names(cfg: ProfileConfig, *, source: str, node: yaml.Node | None = Non
     for key, reg, names in (
         ("adapters", ADAPTERS, cfg.adapters),
         ("filters", FILTERS, cfg.filters),
+        ("scorers", SCORERS, cfg.scorers),
         ("bind_hooks", BIND_HOOKS, cfg.bind_hooks),
     ):
         for i, n in enumerate(names):

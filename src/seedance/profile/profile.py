@@ -29,7 +29,7 @@ from seedance.core.cluster import ClusterState
 from seedance.core.decision import Decision
 from seedance.core.resources import ResourceRequest
 from seedance.profile.context import AttemptFilter, Hold, node_reason_texts
-from seedance.profile.stages import Attempt, BindHook, Fallback, NodeSubset, RequestAdapter
+from seedance.profile.stages import Attempt, BindHook, Fallback, NodeSubset, RequestAdapter, Scorer, scored_policy
 from seedance.scheduling.framework import FilterPlugin, Nodes, PlacementPolicy, Scheduler, Scores
 
 if TYPE_CHECKING:
@@ -79,6 +79,7 @@ class SchedulingProfile:
         pools: The tier pool stage (``None``: no tiers).
         fallbacks: Fallback stages, in order.
         hooks: Bind hooks, in order.
+        scorers: Scorer stages, in order (the first with an opinion on an attempt scores it).
         explain: Add per-filter rejection counts and runner-up nodes to every decision.
         name: The profile's name (explanations, logs).
     """
@@ -92,10 +93,13 @@ class SchedulingProfile:
         pools: TierPools | None = None,
         fallbacks: Sequence[Fallback] = (),
         hooks: Sequence[BindHook] = (),
+        scorers: Sequence[Scorer] = (),
         explain: bool = False,
         name: str = "default",
     ) -> None:
-        self.policy = policy
+        self.scorers = tuple(scorers)
+        self._scored = scored_policy(policy, self.scorers) if self.scorers else None
+        self.policy = policy if self._scored is None else self._scored
         self.filters = tuple(filters)
         self.adapters = tuple(adapters)
         self.pools = pools
@@ -103,11 +107,13 @@ class SchedulingProfile:
         self.hooks = tuple(hooks)
         self.explain = explain
         self.name = name
-        self._plain = Scheduler(policy, self.filters, explain=explain)
+        self._plain = Scheduler(self.policy, self.filters, explain=explain)
         self._chains: dict[tuple[str, str], Scheduler] = {}
         # no adapter and no bind hook: a pod outside the tier stages is exactly the framework's decision
-        self._direct = not self.adapters and not self.hooks and not any(
+        # (with scorers: for every pod none of them has an opinion on, e.g. one that names no workload)
+        self._bare = not self.adapters and not self.hooks and not any(
             isinstance(f, AttemptFilter) for f in self.filters)  # attempt-aware stages need the attempt
+        self._direct = self._bare and not self.scorers
 
     # ------------------------------------------------------------------ stage access
     def chain(self, tier: str | None, pool: str = "own") -> tuple[FilterPlugin, ...]:
@@ -144,6 +150,8 @@ class SchedulingProfile:
         for f in self.filters:  # attempt-aware stages (trust, grades) read the pod's context
             if isinstance(f, AttemptFilter):
                 f.begin(att, r)
+        if self._scored is not None:
+            self._scored.begin(att, r)
         return r
 
     def hold(self, att: Attempt, req: ResourceRequest) -> Decision | None:
@@ -164,6 +172,8 @@ class SchedulingProfile:
         if d.placement is not None:
             for h in self.hooks:
                 d = h.annotate(att.view, req, d)
+            for sc in self.scorers:
+                d = sc.annotate(d)
         return Scored(d, nodes, scores)
 
     def decide(
@@ -171,8 +181,17 @@ class SchedulingProfile:
         running: RunningPods | None = None, now: float = 0.0, borrow: bool = True, only: BoolA | None = None,
     ) -> Decision:
         """Decide where ``req`` goes now, or why it waits (see the module docstring)."""
-        if self._direct and only is None and (tier is None or self.pools is None or not self.pools.has(tier)):
-            return self._plain.decide(view, req, pod)  # the hot path of the simulators: no stage to run
+        if self._bare and only is None and (tier is None or self.pools is None or not self.pools.has(tier)):
+            if self._scored is None:
+                return self._plain.decide(view, req, pod)  # the hot path of the simulators: no stage to run
+            att = Attempt(view, req, pod, tier, running, now, borrow, only)
+            if not self._scored.begin(att, req):  # no scorer has an opinion: the policy's decision
+                d = self._plain.decide(view, req, pod)
+                if d.placement is not None:
+                    for sc in self.scorers:
+                        d = sc.annotate(d)
+                return d
+            return self.decide_scored(att).decision
         return self.decide_scored(
             Attempt(view, req, pod, tier, running, now, borrow, only)
         ).decision

@@ -8,6 +8,8 @@ session plug-ins are the models):
      host it now; each names itself, explains a rejection (``reason``) and says whether waiting
      can resolve it (``resolvable``). A pool stage (tiers) adds the pod's own-pool filter.
   3. **Score**: the placement policy scores the feasible nodes once; the best wins (ties by rank).
+     A **scorer** (:class:`Scorer`) told the attempt first may score them instead, for the pods it
+     has an opinion on (the throughput-per-$ scorer: pods that name their workload).
   4. **Fallbacks** (:class:`Fallback`), in order, when nothing fits: borrow another pool, then
      preempt; each returns an explained ``Decision`` or ``None`` and records why it failed.
   5. **Bind hooks** (:class:`BindHook`) annotate a bound decision (the MIG instance it takes) and
@@ -29,7 +31,7 @@ from seedance.core.cluster import ClusterState
 from seedance.core.decision import Decision
 from seedance.core.registry import Registry
 from seedance.core.resources import ResourceRequest
-from seedance.scheduling.framework import FilterPlugin
+from seedance.scheduling.framework import FilterPlugin, PlacementPolicy
 
 if TYPE_CHECKING:
     from seedance.profile.build import BuildContext
@@ -107,10 +109,77 @@ class BindHook(ABC):
         """Called after the driver released ``decision`` from ``view``."""
 
 
+class Scorer(ABC):
+    """Stage 3, optional: scores the feasible nodes in place of the policy for the attempts it knows.
+
+    ``begin`` is told every attempt (after the adapters) and returns whether the scorer has an
+    opinion; only then is ``score`` called (with the policy's own scores, ``None`` when it has not
+    been asked). ``note`` is added to the decision's explanation under the scorer's name (why it
+    scored, or why it left the score to the policy).
+    """
+
+    name: ClassVar[str]
+
+    @abstractmethod
+    def begin(self, att: Attempt, req: ResourceRequest) -> bool:
+        """Called once per attempt; ``True``: :meth:`score` decides this attempt's scores."""
+
+    @abstractmethod
+    def score(self, view: ClusterState, req: ResourceRequest, nodes: NDArray[np.intp],
+              policy: Callable[[], NDArray[np.int64]]) -> NDArray[np.int64]:
+        """Integer scores of ``nodes`` (higher wins; ties by rank); ``policy()`` gives the policy's."""
+
+    def annotate(self, decision: Decision) -> Decision:
+        """Called on every bound decision of an attempt (default: unchanged); adds the scorer's why."""
+        return decision
+
+
+class ScoredPolicy(PlacementPolicy):
+    """The placement policy with the profile's scorers in front (built by :func:`scored_policy`).
+
+    For an attempt no scorer has an opinion on, every call is the policy's own.
+    """
+
+    name: ClassVar[str] = "scored"
+
+    def __init__(self, base: PlacementPolicy, scorers: tuple[Scorer, ...]) -> None:
+        super().__init__(base.ctx)
+        self.base = base
+        self.scorers = scorers
+        self.active: Scorer | None = None
+
+    def begin(self, att: Attempt, req: ResourceRequest) -> bool:
+        """Tell every scorer the attempt; the first with an opinion scores it. Whether one has."""
+        self.active = None
+        for s in self.scorers:
+            if s.begin(att, req) and self.active is None:
+                self.active = s
+        return self.active is not None
+
+    def observe(self, req: ResourceRequest) -> None:
+        self.base.observe(req)
+
+    def score(self, view: ClusterState, req: ResourceRequest, nodes: NDArray[np.intp]) -> NDArray[np.int64]:
+        s = self.active
+        if s is None:
+            return self.base.score(view, req, nodes)
+        return s.score(view, req, nodes, lambda: self.base.score(view, req, nodes))
+
+    def select_gpus(self, view: ClusterState, req: ResourceRequest, node: int) -> tuple[int, ...]:
+        return self.base.select_gpus(view, req, node)
+
+
+def scored_policy(base: PlacementPolicy, scorers: tuple[Scorer, ...]) -> ScoredPolicy:
+    """``base`` behind ``scorers``, reporting under ``base``'s name (decisions read as the policy's)."""
+    cls = type(f"Scored_{base.name}", (ScoredPolicy,), {"name": base.name, "summary": base.summary})
+    return cls(base, scorers)  # type: ignore[no-any-return]
+
+
 FilterFactory = Callable[["BuildContext"], FilterPlugin]
 AdapterFactory = Callable[["BuildContext"], RequestAdapter | None]
 FallbackFactory = Callable[["BuildContext"], Fallback | None]
 HookFactory = Callable[["BuildContext"], BindHook | None]
+ScorerFactory = Callable[["BuildContext"], Scorer]
 
 #: Filter stages by name (a factory per name; e.g. ``GpuFit`` becomes ``SliceFit`` with MIG pools).
 FILTERS: Registry[FilterFactory] = Registry("filter stage", plugins="seedance.profile.builtin")
@@ -120,6 +189,8 @@ ADAPTERS: Registry[AdapterFactory] = Registry("request adapter", plugins="seedan
 FALLBACKS: Registry[FallbackFactory] = Registry("fallback stage", plugins="seedance.profile.builtin")
 #: Bind hooks by name.
 BIND_HOOKS: Registry[HookFactory] = Registry("bind hook", plugins="seedance.profile.builtin")
+#: Scorers by name.
+SCORERS: Registry[ScorerFactory] = Registry("scorer stage", plugins="seedance.profile.builtin")
 
 
 class NodeSubset(FilterPlugin):

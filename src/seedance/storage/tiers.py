@@ -16,7 +16,8 @@ measurement):
   p3.2xlarge, 1x V100, "up to 10 Gigabit" network); capacity unbounded.
 
 ``remote-only`` is the same node without DRAM/CXL/NVMe staging: checkpoints are written synchronously
-to the remote store.
+to the remote store. ``dram-remote`` is CheckFreq's own setting on such a node: snapshot to host DRAM,
+persist to the remote store in the background (no NVMe, no CXL).
 """
 
 from __future__ import annotations
@@ -110,6 +111,7 @@ STORAGE: Registry[TierSet] = Registry("storage layout")
 STORAGE.add("tiered", TierSet("tiered", (CXL_TIER, DRAM_TIER, NVME_TIER, REMOTE_TIER)), aliases=("nvme-cxl",))
 STORAGE.add("nvme", TierSet("nvme", (DRAM_TIER, NVME_TIER, REMOTE_TIER)))
 STORAGE.add("remote-only", TierSet("remote-only", (REMOTE_TIER,)), aliases=("remote",))
+STORAGE.add("dram-remote", TierSet("dram-remote", (DRAM_TIER, REMOTE_TIER)))
 
 BANDWIDTH_SOURCES: Mapping[str, str] = MappingProxyType(
     {t.name: t.source for t in (DRAM_TIER, CXL_TIER, NVME_TIER, REMOTE_TIER)})
