@@ -23,6 +23,7 @@ from seedance.control.api.errors import (
     ServerGuardMiddleware,
     install_error_handlers,
 )
+from seedance.control.api.fastpath import SubmitFastPath
 from seedance.control.api.routes import (
     attestation,
     clusters,
@@ -63,6 +64,8 @@ def create_app(
         title="Seedance control plane", version=getattr(seedance, "__version__", "0"),
         description="Cost-aware GPU scheduling: tenants, tokens, clusters, nodes, jobs, policies, decisions.",
         openapi_url="/openapi.json", docs_url=None, redoc_url=None, lifespan=lifespan,
+        # FastAPI's native OpenTelemetry layer checks the global providers on every request
+        telemetry=None if svc.settings.opentelemetry else {"tracing": False, "metrics": False, "logs": False},
     )
     app.state.service = svc
     install_error_handlers(app)
@@ -74,6 +77,7 @@ def create_app(
     app.include_router(finops.router)
     app.include_router(attestation.router)
     app.mount("/dashboard", StaticFiles(directory=DASHBOARD_DIR, html=True), name="dashboard")
+    app.add_middleware(SubmitFastPath, fastapi=app)  # innermost of ours: after limits, metrics, headers
     app.add_middleware(BodyLimitMiddleware, limit=svc.settings.max_body_bytes)
     app.add_middleware(RateLimitMiddleware, limiter=svc.limiter, per_address=svc.settings.rate_limit_per_address,
                        per_token=svc.settings.rate_limit_per_token)

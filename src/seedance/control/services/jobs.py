@@ -98,9 +98,28 @@ def prepare_submission(
         tenants.get_tenant(session=session, principal=principal, tenant_id=data.tenant_id)  # 404 first
         tenant_id = data.tenant_id
     principal.require(Role.MEMBER, "submitting a job")
-    digest = request_hash(data)
     cached = directory.cached(data.cluster)
     cluster_id, models = cached if cached is not None else directory.lookup(session.connection(), data.cluster)
+    return _submission_rows(tenant_id, cluster_id, models, data, scorer)
+
+
+def prepare_cached(
+    *, principal: Principal, data: JobCreate, scorer: CostScorer, directory: ClusterDirectory
+) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """:func:`prepare_submission` without the store: ``None`` when it would have to read it (a tenant
+    override, a cluster not in ``directory``'s cache), so the caller can run that on a worker thread."""
+    if data.tenant_id is not None and data.tenant_id != principal.tenant_id:
+        return None
+    cached = directory.cached(data.cluster)
+    if cached is None:
+        return None
+    principal.require(Role.MEMBER, "submitting a job")
+    return _submission_rows(principal.tenant_id, cached[0], cached[1], data, scorer)
+
+
+def _submission_rows(tenant_id: int, cluster_id: int, models: tuple[str, ...], data: JobCreate,
+                     scorer: CostScorer) -> tuple[dict[str, Any], dict[str, Any]]:
+    digest = request_hash(data)
     estimate = scorer.estimate(CostInput(
         num_gpu=data.num_gpu, gpu_milli=data.gpu_milli, gpu_types=tuple(data.gpu_types), cluster_models=models,
         duration_hours=data.duration_hours, tier=data.tier.value, flexibility_hours=data.flexibility_hours,
