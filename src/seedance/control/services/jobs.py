@@ -98,8 +98,8 @@ def prepare_submission(
         tenants.get_tenant(session=session, principal=principal, tenant_id=data.tenant_id)  # 404 first
         tenant_id = data.tenant_id
     principal.require(Role.MEMBER, "submitting a job")
-    cached = directory.cached(data.cluster)
-    cluster_id, models = cached if cached is not None else directory.lookup(session.connection(), data.cluster)
+    fresh = directory.fresh(data.cluster)
+    cluster_id, models = fresh if fresh is not None else directory.lookup(session.connection(), data.cluster)
     return _submission_rows(tenant_id, cluster_id, models, data, scorer)
 
 
@@ -110,10 +110,10 @@ def prepare_cached(
     override, a cluster not in ``directory``'s cache), so the caller can run that on a worker thread."""
     if data.tenant_id is not None and data.tenant_id != principal.tenant_id:
         return None
-    cached = directory.cached(data.cluster)
+    principal.require(Role.MEMBER, "submitting a job")
+    cached = directory.cached(data.cluster)  # None: this caller refreshes it, through prepare_submission
     if cached is None:
         return None
-    principal.require(Role.MEMBER, "submitting a job")
     return _submission_rows(principal.tenant_id, cached[0], cached[1], data, scorer)
 
 
@@ -187,12 +187,25 @@ class ClusterDirectory:
         self.ttl_s = ttl_s
         self._by_name: dict[str, tuple[int, tuple[str, ...], float]] = {}
         self._names: dict[int, str] = {}
+        self._refreshing: set[str] = set()
 
-    def cached(self, name: str) -> tuple[int, tuple[str, ...]] | None:
+    def fresh(self, name: str) -> tuple[int, tuple[str, ...]] | None:
         """Id and GPU models of ``name`` if cached and fresh (no store access)."""
         hit = self._by_name.get(name)
         if hit is not None and hit[2] > time.monotonic():
             return hit[0], hit[1]
+        return None
+
+    def cached(self, name: str) -> tuple[int, tuple[str, ...]] | None:
+        """Id and GPU models of ``name`` if cached (no store access); ``None`` if unknown, or if it went stale
+        and no refresh is under way: that caller refreshes it (:meth:`lookup`) while concurrent callers get
+        the stale models, so an expiry under load costs one store read, not one per request in flight."""
+        hit = self._by_name.get(name)
+        if hit is None:
+            return None
+        if hit[2] > time.monotonic() or name in self._refreshing:
+            return hit[0], hit[1]
+        self._refreshing.add(name)
         return None
 
     def lookup(self, conn: Connection, name: str) -> tuple[int, tuple[str, ...]]:
@@ -201,12 +214,15 @@ class ClusterDirectory:
         hit = self._by_name.get(name)
         if hit is not None and hit[2] > now:
             return hit[0], hit[1]
-        cid = conn.execute(select(Cluster.id).where(Cluster.name == name)).scalar()
-        if cid is None:
-            raise NotFound(f"cluster {name!r} not found")
-        models = tuple(sorted(m for m in conn.execute(
-            select(Node.gpu_model).where(Node.cluster_id == cid, Node.gpu_model.is_not(None)).distinct()
-        ).scalars() if m is not None))
+        try:
+            cid = conn.execute(select(Cluster.id).where(Cluster.name == name)).scalar()
+            if cid is None:
+                raise NotFound(f"cluster {name!r} not found")
+            models = tuple(sorted(m for m in conn.execute(
+                select(Node.gpu_model).where(Node.cluster_id == cid, Node.gpu_model.is_not(None)).distinct()
+            ).scalars() if m is not None))
+        finally:
+            self._refreshing.discard(name)
         self._by_name[name] = (int(cid), models, now + self.ttl_s)
         self._names[int(cid)] = name
         return int(cid), models
