@@ -17,6 +17,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 import seedance
+from seedance.control.api import openapi
 from seedance.control.api.errors import (
     BodyLimitMiddleware,
     RateLimitMiddleware,
@@ -69,6 +70,7 @@ def create_app(
     )
     app.state.service = svc
     install_error_handlers(app)
+    openapi.install(app)
     for module in (jobs, system, tenants, clusters, policies):  # jobs first: the hot routes match sooner
         app.include_router(module.router)
     app.include_router(system.api)

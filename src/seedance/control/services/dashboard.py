@@ -97,7 +97,7 @@ def _cost_series(
     held = np.empty(n)
     price = np.empty(n)
     for i, (bound_at, finished_at, node, k, milli) in enumerate(rows):
-        bound[i] = bound_at.timestamp()
+        bound[i] = bound_at.timestamp() if bound_at is not None else np.inf  # the query asks bound_at set
         end[i] = finished_at.timestamp() if finished_at is not None else np.inf
         held[i] = k * milli / 1000.0
         model = models.get(node or "") or ""
@@ -121,4 +121,5 @@ def _held_at(ts: np.ndarray, start: np.ndarray, end: np.ndarray, weight: np.ndar
     started = np.concatenate(([0.0], np.cumsum(weight[o])))[np.searchsorted(start[o], ts, side="right")]
     o = np.argsort(end, kind="stable")
     ended = np.concatenate(([0.0], np.cumsum(weight[o])))[np.searchsorted(end[o], ts, side="right")]
-    return np.round(np.maximum(started - ended, 0.0), 9)  # a prefix-sum difference: drop float residue
+    held: np.ndarray = np.round(np.maximum(started - ended, 0.0), 9)  # a prefix-sum difference: drop residue
+    return held
