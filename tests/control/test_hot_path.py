@@ -7,6 +7,7 @@ import threading
 from collections.abc import Callable
 
 import httpx
+import pytest
 from sqlalchemy import func, select
 
 from seedance.control.db.models import EventRecord, Job
@@ -15,7 +16,7 @@ from seedance.control.service import ControlService
 from seedance.control.services import jobs
 from seedance.control.services.groupcommit import GroupCommitter
 from tests.control.conftest import LiveServer
-from tests.control.helpers import ADMIN_TOKEN, add_nodes
+from tests.control.helpers import ADMIN_TOKEN, add_nodes, job_row, submit
 
 
 def _rows(svc: ControlService, names: list[str | None], keys: list[str | None]) -> list[tuple[dict, dict]]:
@@ -104,3 +105,27 @@ def test_stale_cluster_models_are_refreshed_by_one_caller() -> None:
         t.join()
     assert seen.count(None) == 1 and seen.count((7, ("A100-80GB",))) == 3  # one refresher, three stale answers
     assert d.fresh("c") is None and d.cached("c") == (7, ("A100-80GB",))  # refresh still under way
+
+
+def test_pending_reasons_group_the_newest_waiting_jobs(make_service: Callable[..., ControlService], db_url: str,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from sqlalchemy import update
+
+    from seedance.control.services import dashboard
+
+    svc = make_service(db_url)
+    add_nodes(svc, count=1)
+    plan = [("pending", "a", "gold"), ("unschedulable", "b", "gold"), ("pending", "a", "silver"),
+            ("running", "x", "gold"), ("unschedulable", "b", "gold"), ("pending", "a", "gold")]
+    ids = [submit(svc, gpus=1, tier=tier, name=f"j{i}") for i, (_, _, tier) in enumerate(plan)]
+    with svc.db.write() as s:
+        for job_id, (status, reason, _) in zip(ids, plan, strict=True):
+            s.execute(update(Job).where(Job.id == job_id).values(status=status, status_reason=reason))
+    monkeypatch.setattr(dashboard, "REASON_SAMPLE", 4)  # the newest 4 waiting: j5, j4, j2, j1 (j3 runs)
+    with svc.db.read() as s:
+        got = dashboard._pending_reasons(s, job_row(svc, ids[0]).cluster_id, None)
+        other_tenant = dashboard._pending_reasons(s, job_row(svc, ids[0]).cluster_id, 10_000)
+    assert got == [{"reason": "b", "tier": "gold", "jobs": 2, "example": "j1"},
+                   {"reason": "a", "tier": "gold", "jobs": 1, "example": "j5"},
+                   {"reason": "a", "tier": "silver", "jobs": 1, "example": "j2"}]
+    assert other_tenant == []

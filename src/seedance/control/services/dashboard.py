@@ -3,7 +3,8 @@
 Job-derived panels are scoped to the caller's tenant (admins see all); the heatmap shows the
 shared infrastructure (allocation only, no job identities). Jobs by tier and status come from the
 trigger-maintained ``job_counts`` (no scan of the jobs); pending reasons are grouped over the
-newest ``REASON_SAMPLE`` waiting jobs (an index range, bounded whatever the queue length).
+newest ``REASON_SAMPLE`` waiting jobs (one backward range of ``ix_jobs_cluster_status_id`` per waiting
+status, bounded whatever the queue length).
 Cost over time is the spend rate
 ($/h) of the GPUs held by jobs at each of ``points`` instants of the last ``window_h`` hours: each
 job bound in the window contributes ``gpus × catalog $/GPU-h of its node's model`` from its bind
@@ -60,21 +61,36 @@ def dashboard_data(
         for tier, status, count in session.execute(q.group_by(JobCount.tier, JobCount.status)):
             if count:
                 by.setdefault(tier, {})[status] = int(count)
-        waiting = (select(Job.status_reason, Job.tier, Job.name)
-                   .where(Job.cluster_id == chosen.id,
-                          Job.status.in_((JobStatus.PENDING.value, JobStatus.UNSCHEDULABLE.value)))
-                   .order_by(Job.id.desc()).limit(REASON_SAMPLE))
-        if scope is not None:
-            waiting = waiting.where(Job.tenant_id == scope)
-        sample = waiting.subquery()
-        rq = (select(sample.c.status_reason, sample.c.tier, func.count(), func.min(sample.c.name))
-              .group_by(sample.c.status_reason, sample.c.tier).order_by(func.count().desc()).limit(20))
-        reasons = [{"reason": r, "tier": t, "jobs": int(c), "example": ex} for r, t, c, ex in session.execute(rq)]
+        reasons = _pending_reasons(session, chosen.id, scope)
         cost = _cost_series(session, chosen.id, scope, models, now, window_h, points)
     return DashboardData(
         cluster=chosen.name if chosen else None, clusters=[c.name for c in all_clusters], heatmap=heat,
         jobs_by_tier_status=by, pending_reasons=reasons, cost=cost, generated_at=now,
     )
+
+
+def _pending_reasons(session: Session, cluster_id: int, scope: int | None) -> list[dict[str, object]]:
+    """The 20 commonest (reason, tier) among the newest ``REASON_SAMPLE`` waiting jobs, with an example name.
+
+    One query per waiting status, each a backward range of ``ix_jobs_cluster_status_id`` stopping after
+    ``REASON_SAMPLE`` rows, merged here: bounded by the sample, however long the queue."""
+    rows: list[tuple[int, str, str, str]] = []
+    for status in (JobStatus.PENDING.value, JobStatus.UNSCHEDULABLE.value):
+        q = (select(Job.id, Job.status_reason, Job.tier, Job.name)
+             .where(Job.cluster_id == cluster_id, Job.status == status)
+             .order_by(Job.id.desc()).limit(REASON_SAMPLE))
+        if scope is not None:
+            q = q.where(Job.tenant_id == scope)
+        rows.extend((int(i), r, t, n) for i, r, t, n in session.execute(q))
+    rows.sort(reverse=True)
+    counts: dict[tuple[str, str], int] = {}
+    example: dict[tuple[str, str], str] = {}
+    for _, reason, tier, name in rows[:REASON_SAMPLE]:
+        key = (reason, tier)
+        counts[key] = counts.get(key, 0) + 1
+        example[key] = min(example.get(key, name), name)
+    ranked = sorted(counts, key=lambda k: (-counts[k], k))[:20]
+    return [{"reason": r, "tier": t, "jobs": counts[(r, t)], "example": example[(r, t)]} for r, t in ranked]
 
 
 def _cost_series(
