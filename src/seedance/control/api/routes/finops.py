@@ -50,12 +50,13 @@ def allocation(
     aggregate: Annotated[str, Query(max_length=300)] = "namespace",
     step: Annotated[str | None, Query(max_length=20, pattern=STEP)] = None,
     idle: bool = True,
-    share_idle: Annotated[str, Query(alias="shareIdle", max_length=10)] = "none",
+    share_idle: Annotated[str, Query(alias="shareIdle", max_length=10,
+                                     pattern=r"^(none|weighted|even|true|false|)$")] = "none",
     idle_by_node: Annotated[bool, Query(alias="idleByNode")] = False,
     share_namespaces: Annotated[str, Query(alias="shareNamespaces", max_length=1000)] = "",
-    share_split: Annotated[str, Query(alias="shareSplit", max_length=10)] = "weighted",
+    share_split: Annotated[str, Query(alias="shareSplit", max_length=10, pattern=r"^(weighted|even)$")] = "weighted",
     cluster: Cluster = "default", source: Source = "live",
-    fmt: Annotated[str, Query(alias="format", max_length=10)] = "seedance",
+    fmt: Annotated[str, Query(alias="format", max_length=10, pattern=r"^(seedance|opencost)$")] = "seedance",
 ) -> dict[str, Any]:
     """Costs by any aggregation, idle as ``__idle__`` or shared, shared namespaces distributed.
 
