@@ -6,7 +6,7 @@ import re
 import typing
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
@@ -70,6 +70,7 @@ def test_step_pattern_is_the_parser(text: str, ok: bool) -> None:
             parse_duration(text)
 
 
+@settings(max_examples=40, deadline=None)
 @given(st.from_regex(STEP, fullmatch=True).filter(lambda s: s.isascii()))
 def test_every_string_of_the_step_pattern_parses(text: str) -> None:
     assert parse_duration(text) > 0
