@@ -6,7 +6,9 @@ register a cluster, then for each ``--rates`` value send Poisson arrivals of ``P
 ``--seconds`` over up to ``--clients`` keep-alive connections (latency counts from the scheduled send
 time, so a server that falls behind shows it), while ``--scrapes`` GETs of ``/metrics`` per second and
 ``--tabs`` dashboard tabs (``GET /api/v1/dashboard`` every 5 s each) run. Reports per rate: completed/s,
-p50, p99, errors, and server CPU per submission (``/proc/<pid>/stat``), then after/before ratios.
+p50, p99, errors, server CPU per submission (``/proc/<pid>/stat``), the load generator's own CPU per
+submission (it shares the machine: a raw asyncio HTTP/1.1 keep-alive client), the 1-minute load
+average, then after/before ratios.
 
     .venv/bin/python benchmarks/bench_control_throughput.py                       # PostgreSQL, main vs here
     .venv/bin/python benchmarks/bench_control_throughput.py --db sqlite --rates 200,500 --seconds 5
@@ -125,17 +127,20 @@ def pct(xs: list[float], q: float) -> float:
 
 async def phase(server: Server, rate: float, seconds: float, clients: int, scrapes: float, tabs: int,
                 prefix: str) -> dict[str, Any]:
-    c0, w0 = cpu_seconds(server.proc.pid), time.perf_counter()
+    c0, w0, g0 = cpu_seconds(server.proc.pid), time.perf_counter(), time.process_time()
     load = asyncio.create_task(open_loop(server.port, clients, seconds, rate, prefix))
     bg = asyncio.create_task(background(server.port, seconds, scrapes / 3 if scrapes else 0, tabs))
     lat, errors = await load
     wall = time.perf_counter() - w0
     side = await bg
     cpu = cpu_seconds(server.proc.pid) - c0
+    gen = time.process_time() - g0  # this process: the load generator and the side traffic
     done = len(lat) - errors
     return {"rate": rate, "completed_per_s": round(done / wall, 1), "p50_ms": round(pct(lat, 0.5), 1),
             "p99_ms": round(pct(lat, 0.99), 1), "errors": errors,
             "cpu_ms_per_submit": round(cpu / max(done, 1) * 1e3, 2),
+            "loadgen_cpu_ms_per_submit": round(gen / max(done, 1) * 1e3, 3),
+            "load_average_1m": round(os.getloadavg()[0], 2),
             "metrics_p50_ms": round(pct(side["metrics"], 0.5), 1),
             "dashboard_p50_ms": round(pct(side["dashboard"], 0.5), 1), "wall_s": round(wall, 1)}
 
@@ -178,11 +183,13 @@ def main() -> None:
         if args.before_ref != "none":
             rows += run_variant("before", before_src(args.before_ref, Path(tmp)), args, Path(tmp) / "before")
         rows += run_variant("after", ROOT / "src", args, Path(tmp) / "after")
-    print("\nvariant  rate  done/s  p50 ms  p99 ms  errors  CPU ms/submit  metrics p50  dashboard p50")
+    print("\nvariant  rate  done/s  p50 ms  p99 ms  errors  CPU ms/submit  loadgen ms  metrics p50  dashboard p50"
+          "  load 1m")
     for r in rows:
         print(f"{r['variant']:7} {r['rate']:5.0f} {r['completed_per_s']:7.1f} {r['p50_ms']:7.1f} "
-              f"{r['p99_ms']:7.1f} {r['errors']:7d} {r['cpu_ms_per_submit']:14.2f} {r['metrics_p50_ms']:12.1f} "
-              f"{r['dashboard_p50_ms']:14.1f}")
+              f"{r['p99_ms']:7.1f} {r['errors']:7d} {r['cpu_ms_per_submit']:14.2f} "
+              f"{r['loadgen_cpu_ms_per_submit']:11.3f} {r['metrics_p50_ms']:12.1f} "
+              f"{r['dashboard_p50_ms']:14.1f} {r['load_average_1m']:8.2f}")
     before = {r["rate"]: r for r in rows if r["variant"] == "before"}
     for r in rows:
         b = before.get(r["rate"]) if r["variant"] == "after" else None

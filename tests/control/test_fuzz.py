@@ -32,15 +32,18 @@ REVOKE = "revoke_token_api_v1_tokens__token_id__delete"
 # A schema-violating body that is also over the body limit is refused with 413 before validation: that is a
 # rejection too (schemathesis' default list of rejecting statuses lacks 413).
 #
-# positive_data_acceptance (schema-valid data must be accepted) is relaxed, per operation, only where
-# a body carries a document whose rules JSON Schema cannot state:
-# * policies, dry-runs and compliance checks carry `config_yaml`: a YAML document (a string to the
-#   schema) validated by its own loader (CostPolicy schema, registry names, nesting and integer limits);
-# * the FinOps, privacy and telemetry operations are their own domains' (time windows relative to now,
-#   duration strings, and a few rules their schemas do not state yet: listed in docs/control-plane.md);
-#   there a 422 for schema-valid data is tolerated until those domains state them;
+# positive_data_acceptance (schema-valid data must be accepted; schemathesis 4.32 counts any other answer
+# than 2xx, 3xx, 401, 403, 404, 409, 429 or 5xx as a mismatch, *whether or not the 422 is documented*) is
+# relaxed, per operation, only where a request carries content whose rules JSON Schema cannot state:
+# * the four operations whose body carries `config_yaml`, a YAML document (a string to the schema) validated
+#   by its own loader (CostPolicy schema, registry names, nesting and integer limits);
+# * POST /api/v1/telemetry/events: event times must lie within the last 168 h, a window relative to now;
+# * POST /api/v1/telemetry and the FinOps reads (allocation, finops, ledger): FinOps' own rules (the
+#   `aggregate` grammar, an empty ledger refused as 422, strict integers refusing 135.0 in node agents'
+#   GPU samples) are not stated yet (listed in docs/control-plane.md);
 # * node attestation carries a signed token (a string to the schema) checked by the verifier (422 when it
 #   does not verify; 409 on a service with no attestation configured).
+# Privacy routes and every other operation are checked strictly (their rules are in the published schema).
 CONFIG = """[checks]
 # a latency check, not a correctness one: the benchmarks measure latency; this host is shared
 max_response_time = 60
@@ -49,11 +52,17 @@ max_response_time = 60
 expected-statuses = ["400", "401", "403", "404", "406", "413", "422", "428", "5xx"]
 
 [[operations]]
-include-path-regex = "^/api/v1/(policies|compliance)"
+include-operation-id = ["create_policy_api_v1_policies_post", "dry_run_document_api_v1_policies_dry_run_post",
+                        "check_api_v1_compliance_check_post", "record_override_api_v1_compliance_overrides_post"]
 checks.positive_data_acceptance.expected-statuses = ["2xx", "3xx", "401", "403", "404", "409", "422", "429", "5xx"]
 
 [[operations]]
-include-path-regex = "^/api/v1/(privacy|telemetry|allocation|finops|ledger)"
+include-path-regex = "^/api/v1/telemetry(/events)?$"
+include-method = "POST"
+checks.positive_data_acceptance.expected-statuses = ["2xx", "3xx", "401", "403", "404", "409", "422", "429", "5xx"]
+
+[[operations]]
+include-path-regex = "^/api/v1/(allocation|finops|ledger)"
 checks.positive_data_acceptance.expected-statuses = ["2xx", "3xx", "401", "403", "404", "409", "422", "429", "5xx"]
 
 [[operations]]
@@ -89,6 +98,7 @@ def fuzz(server: LiveServer, tmp: Path) -> dict[str, int]:
     c.post("/api/v1/clusters/default/nodes", json={"name": "node-0", "cpu_milli": 64000, "memory_mib": 512000,
                                                    "gpu_count": 8, "gpu_model": "A100-80GB"})
     c.post("/api/v1/jobs", json={"gpus": 1, "name": "seed-job"})
+    assert c.get("/openapi.json").status_code == 200  # generated once now: schemathesis' loader times out at 10 s
     main = schemathesis_run(server, tmp, "--exclude-operation-id", REVOKE)
     last = schemathesis_run(server, tmp, "--include-operation-id", REVOKE)
     counts = {k: int(re.search(r"(\d+) generated", out).group(1))  # type: ignore[union-attr]

@@ -21,7 +21,7 @@ def test_upgrade_creates_every_table_and_is_idempotent(db_url: str) -> None:
     assert migrate.current_revision(db) is None
     migrate.upgrade(db)
     migrate.upgrade(db)  # a second start changes nothing
-    assert migrate.current_revision(db) == migrate.head_revision() == migrate.HEAD_REVISION == "0004_i20"
+    assert migrate.current_revision(db) == migrate.head_revision() == migrate.HEAD_REVISION == "0005_i20"
     tables = set(inspect(db.engine).get_table_names())
     assert tables >= {"tenants", "api_tokens", "clusters", "nodes", "jobs", "scheduling_policies", "decisions",
                       "events", "alembic_version"}

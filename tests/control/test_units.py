@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
@@ -133,3 +133,22 @@ def test_policy_documents() -> None:
         v.validate("placement: nope\n", source="p.yaml")
     with pytest.raises(InputError, match="plain strings, numbers"):
         v.validate("when: 2024-01-01T00:00:00\n", source="p.yaml")
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 100), st.integers(0, 60) | st.none(), st.integers(1, 8)), max_size=30))
+def test_cost_series_prefix_sums_equal_a_pass_per_job(jobs_: list[tuple[int, int | None, int]]) -> None:
+    import numpy as np
+
+    from seedance.control.services.dashboard import _held_at
+
+    ts = np.linspace(0.0, 120.0, 25)
+    start = np.array([b for b, _, _ in jobs_], dtype=float)
+    end = np.array([b + d if d is not None else np.inf for b, d, _ in jobs_], dtype=float)
+    weight = np.array([w * 0.25 for _, _, w in jobs_], dtype=float)
+    expected = np.zeros(len(ts))
+    for b, e, w in zip(start, end, weight, strict=True):
+        expected += ((ts >= b) & (ts < e)) * w
+    assert np.allclose(_held_at(ts, start, end, weight), expected, atol=1e-9)
+    assert _held_at(ts, np.array([10.0]), np.array([20.0]), np.array([2.0])).tolist() == [
+        2.0 if 10 <= t < 20 else 0.0 for t in ts]

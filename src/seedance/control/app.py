@@ -17,12 +17,14 @@ from fastapi.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 import seedance
+from seedance.control.api import openapi
 from seedance.control.api.errors import (
     BodyLimitMiddleware,
     RateLimitMiddleware,
     ServerGuardMiddleware,
     install_error_handlers,
 )
+from seedance.control.api.fastpath import SubmitFastPath
 from seedance.control.api.routes import (
     attestation,
     clusters,
@@ -63,9 +65,12 @@ def create_app(
         title="Seedance control plane", version=getattr(seedance, "__version__", "0"),
         description="Cost-aware GPU scheduling: tenants, tokens, clusters, nodes, jobs, policies, decisions.",
         openapi_url="/openapi.json", docs_url=None, redoc_url=None, lifespan=lifespan,
+        # FastAPI's native OpenTelemetry layer checks the global providers on every request
+        telemetry=None if svc.settings.opentelemetry else {"tracing": False, "metrics": False, "logs": False},
     )
     app.state.service = svc
     install_error_handlers(app)
+    openapi.install(app)
     for module in (jobs, system, tenants, clusters, policies):  # jobs first: the hot routes match sooner
         app.include_router(module.router)
     app.include_router(system.api)
@@ -74,6 +79,7 @@ def create_app(
     app.include_router(finops.router)
     app.include_router(attestation.router)
     app.mount("/dashboard", StaticFiles(directory=DASHBOARD_DIR, html=True), name="dashboard")
+    app.add_middleware(SubmitFastPath, fastapi=app)  # innermost of ours: after limits, metrics, headers
     app.add_middleware(BodyLimitMiddleware, limit=svc.settings.max_body_bytes)
     app.add_middleware(RateLimitMiddleware, limiter=svc.limiter, per_address=svc.settings.rate_limit_per_address,
                        per_token=svc.settings.rate_limit_per_token)

@@ -115,6 +115,13 @@ class ControlService:
         self.loop.wake()
 
     # ------------------------------------------------------------------------------- tokens
+    def cached_principal(self, value: str | None) -> Principal | None:
+        """The caller of ``value`` if it was authenticated within ``auth_cache_ttl_s`` (no store access)."""
+        if not value or self.settings.auth_cache_ttl_s <= 0:
+            return None
+        hit = self._auth_cache.get(hash_token(value))
+        return hit[0] if hit is not None and hit[1] > time.monotonic() else None
+
     def authenticate(self, value: str | None) -> Principal:
         """The caller of a presented token; ``Unauthorized`` when missing, unknown or revoked."""
         if not value:

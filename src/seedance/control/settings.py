@@ -90,6 +90,9 @@ class ControlSettings(BaseSettings):
     bootstrap_token: SecretStr | None = Field(
         default=None, description="Admin token created at start-up if absent (its hash is stored, never the value)."
     )
+    opentelemetry: bool = Field(
+        default=False, description="FastAPI's native OpenTelemetry spans, metrics and logs (when a provider is "
+        "configured); off by default: its per-request provider checks cost CPU on every request.")
     auth_cache_ttl_s: float = Field(
         default=2.0, ge=0, le=300,
         description="Seconds a verified token stays cached in this process; a revocation made through another "

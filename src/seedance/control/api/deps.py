@@ -6,6 +6,7 @@ from typing import Annotated
 
 from fastapi import Depends, Path, Query, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from starlette.concurrency import run_in_threadpool
 
 from seedance.control.schemas import NAME_PATTERN, NODE_NAME_PATTERN
 from seedance.control.security import Principal
@@ -14,8 +15,8 @@ from seedance.control.service import ControlService
 _bearer = HTTPBearer(auto_error=False, description="An API token: 'Authorization: Bearer sdt_...'.")
 
 
-def get_service(request: Request) -> ControlService:
-    """The service of the app handling the request."""
+async def get_service(request: Request) -> ControlService:
+    """The service of the app handling the request (a coroutine: FastAPI runs a plain function in a thread)."""
     service: ControlService = request.app.state.service
     return service
 
@@ -23,13 +24,21 @@ def get_service(request: Request) -> ControlService:
 ServiceDep = Annotated[ControlService, Depends(get_service)]
 
 
-def get_principal(
+async def get_principal(
     request: Request, creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
 ) -> Principal:
-    """The caller, from the bearer token (401 when missing, unknown or revoked)."""
+    """The caller, from the bearer token (401 when missing, unknown or revoked).
+
+    A token seen within ``auth_cache_ttl_s`` is answered from the service's cache on the event loop;
+    anything else (a store lookup, failed-authentication throttling) runs in a worker thread.
+    """
+    svc: ControlService = request.app.state.service
+    value = creds.credentials if creds is not None else None
+    hit = svc.cached_principal(value)
+    if hit is not None:
+        return hit
     client = request.scope.get("client")
-    return get_service(request).authenticate_from(creds.credentials if creds is not None else None,
-                                                  client[0] if client else None)
+    return await run_in_threadpool(svc.authenticate_from, value, client[0] if client else None)
 
 
 PrincipalDep = Annotated[Principal, Depends(get_principal)]

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from alembic.config import Config
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
-HEAD_REVISION = "0004_i20"
+HEAD_REVISION = "0005_i20"
 """The newest revision in ``migrations/versions`` (a test checks it against Alembic's head). A store
 already at this revision starts without importing Alembic at all (faster restarts)."""
 _PG_LOCK_KEY = 0x5EEDA  # advisory lock serialising concurrent upgrades

@@ -143,7 +143,7 @@ class Job(Base):
         Index("uq_jobs_tenant_live_name", "tenant_id", "name", unique=True,
               sqlite_where=text("status <> 'cancelled'"), postgresql_where=text("status <> 'cancelled'")),
         UniqueConstraint("tenant_id", "idempotency_key", name="uq_jobs_tenant_idem"),
-        Index("ix_jobs_cluster_status", "cluster_id", "status"),
+        Index("ix_jobs_cluster_status_id", "cluster_id", "status", "id"),  # migration 0005_i20
     )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True, autoincrement=True)

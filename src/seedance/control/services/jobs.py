@@ -98,9 +98,28 @@ def prepare_submission(
         tenants.get_tenant(session=session, principal=principal, tenant_id=data.tenant_id)  # 404 first
         tenant_id = data.tenant_id
     principal.require(Role.MEMBER, "submitting a job")
+    fresh = directory.fresh(data.cluster)
+    cluster_id, models = fresh if fresh is not None else directory.lookup(session.connection(), data.cluster)
+    return _submission_rows(tenant_id, cluster_id, models, data, scorer)
+
+
+def prepare_cached(
+    *, principal: Principal, data: JobCreate, scorer: CostScorer, directory: ClusterDirectory
+) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """:func:`prepare_submission` without the store: ``None`` when it would have to read it (a tenant
+    override, a cluster not in ``directory``'s cache), so the caller can run that on a worker thread."""
+    if data.tenant_id is not None and data.tenant_id != principal.tenant_id:
+        return None
+    principal.require(Role.MEMBER, "submitting a job")
+    cached = directory.cached(data.cluster)  # None: this caller refreshes it, through prepare_submission
+    if cached is None:
+        return None
+    return _submission_rows(principal.tenant_id, cached[0], cached[1], data, scorer)
+
+
+def _submission_rows(tenant_id: int, cluster_id: int, models: tuple[str, ...], data: JobCreate,
+                     scorer: CostScorer) -> tuple[dict[str, Any], dict[str, Any]]:
     digest = request_hash(data)
-    cached = directory.cached(data.cluster)
-    cluster_id, models = cached if cached is not None else directory.lookup(session.connection(), data.cluster)
     estimate = scorer.estimate(CostInput(
         num_gpu=data.num_gpu, gpu_milli=data.gpu_milli, gpu_types=tuple(data.gpu_types), cluster_models=models,
         duration_hours=data.duration_hours, tier=data.tier.value, flexibility_hours=data.flexibility_hours,
@@ -168,12 +187,25 @@ class ClusterDirectory:
         self.ttl_s = ttl_s
         self._by_name: dict[str, tuple[int, tuple[str, ...], float]] = {}
         self._names: dict[int, str] = {}
+        self._refreshing: set[str] = set()
 
-    def cached(self, name: str) -> tuple[int, tuple[str, ...]] | None:
+    def fresh(self, name: str) -> tuple[int, tuple[str, ...]] | None:
         """Id and GPU models of ``name`` if cached and fresh (no store access)."""
         hit = self._by_name.get(name)
         if hit is not None and hit[2] > time.monotonic():
             return hit[0], hit[1]
+        return None
+
+    def cached(self, name: str) -> tuple[int, tuple[str, ...]] | None:
+        """Id and GPU models of ``name`` if cached (no store access); ``None`` if unknown, or if it went stale
+        and no refresh is under way: that caller refreshes it (:meth:`lookup`) while concurrent callers get
+        the stale models, so an expiry under load costs one store read, not one per request in flight."""
+        hit = self._by_name.get(name)
+        if hit is None:
+            return None
+        if hit[2] > time.monotonic() or name in self._refreshing:
+            return hit[0], hit[1]
+        self._refreshing.add(name)
         return None
 
     def lookup(self, conn: Connection, name: str) -> tuple[int, tuple[str, ...]]:
@@ -182,12 +214,15 @@ class ClusterDirectory:
         hit = self._by_name.get(name)
         if hit is not None and hit[2] > now:
             return hit[0], hit[1]
-        cid = conn.execute(select(Cluster.id).where(Cluster.name == name)).scalar()
-        if cid is None:
-            raise NotFound(f"cluster {name!r} not found")
-        models = tuple(sorted(m for m in conn.execute(
-            select(Node.gpu_model).where(Node.cluster_id == cid, Node.gpu_model.is_not(None)).distinct()
-        ).scalars() if m is not None))
+        try:
+            cid = conn.execute(select(Cluster.id).where(Cluster.name == name)).scalar()
+            if cid is None:
+                raise NotFound(f"cluster {name!r} not found")
+            models = tuple(sorted(m for m in conn.execute(
+                select(Node.gpu_model).where(Node.cluster_id == cid, Node.gpu_model.is_not(None)).distinct()
+            ).scalars() if m is not None))
+        finally:
+            self._refreshing.discard(name)
         self._by_name[name] = (int(cid), models, now + self.ttl_s)
         self._names[int(cid)] = name
         return int(cid), models

@@ -20,6 +20,8 @@ Source = Annotated[str, Query(max_length=63, pattern=r"^[A-Za-z0-9:._-]+$",
                               description="live, or replay:<policy> for a replayed trace.")]
 WINDOW = (r"^(today|yesterday|week|lastweek|month|lastmonth|all|[0-9]{1,5}[mhdw]"
           r"|[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}Z,[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}Z|[0-9]{1,10},[0-9]{1,10})$")
+STEP = r"^(?:[0-9]*[1-9][0-9]*(?:\.[0-9]+)?|[0-9]+\.[0-9]*[1-9][0-9]*)[smhdw]$"
+"""A positive ``step`` duration (``finops.window.parse_duration``: a number above 0 and a unit s, m, h, d, w)."""
 Window = Annotated[str, Query(max_length=100, pattern=WINDOW,
                               description="today, 7d, lastweek, an RFC3339 or Unix pair, or all.")]
 
@@ -46,14 +48,15 @@ def allocation(
     request: Request, me: PrincipalDep,
     window: Window = "7d",
     aggregate: Annotated[str, Query(max_length=300)] = "namespace",
-    step: Annotated[str | None, Query(max_length=20)] = None,
+    step: Annotated[str | None, Query(max_length=20, pattern=STEP)] = None,
     idle: bool = True,
-    share_idle: Annotated[str, Query(alias="shareIdle", max_length=10)] = "none",
+    share_idle: Annotated[str, Query(alias="shareIdle", max_length=10,
+                                     pattern=r"^(none|weighted|even|true|false|)$")] = "none",
     idle_by_node: Annotated[bool, Query(alias="idleByNode")] = False,
     share_namespaces: Annotated[str, Query(alias="shareNamespaces", max_length=1000)] = "",
-    share_split: Annotated[str, Query(alias="shareSplit", max_length=10)] = "weighted",
+    share_split: Annotated[str, Query(alias="shareSplit", max_length=10, pattern=r"^(weighted|even)$")] = "weighted",
     cluster: Cluster = "default", source: Source = "live",
-    fmt: Annotated[str, Query(alias="format", max_length=10)] = "seedance",
+    fmt: Annotated[str, Query(alias="format", max_length=10, pattern=r"^(seedance|opencost)$")] = "seedance",
 ) -> dict[str, Any]:
     """Costs by any aggregation, idle as ``__idle__`` or shared, shared namespaces distributed.
 
@@ -69,7 +72,7 @@ def allocation_explain(
     request: Request, me: PrincipalDep,
     window_from: Annotated[str, Query(alias="from", max_length=100, pattern=WINDOW)] = "lastweek",
     window_to: Annotated[str, Query(alias="to", max_length=100, pattern=WINDOW)] = "week",
-    step: Annotated[str, Query(max_length=20)] = "1h",
+    step: Annotated[str, Query(max_length=20, pattern=STEP)] = "1h",
     filter_: Annotated[str, Query(alias="filter", max_length=300, description="k=v,k2=v2 (labels or properties)")]
     = "",
     cluster: Cluster = "default", source: Source = "live",

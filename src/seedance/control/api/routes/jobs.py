@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Response
+from starlette.concurrency import run_in_threadpool
 
 from seedance.backends.dispatch import read_logs
 from seedance.control.api.deps import BeforeId, IdPath, Limit, PrincipalDep, ServiceDep
@@ -22,6 +23,8 @@ from seedance.control.schemas import (
     JobRead,
     Tier,
 )
+from seedance.control.security import Principal
+from seedance.control.service import ControlService
 from seedance.control.services import events, jobs
 from seedance.core.lifecycle import JobStatus
 
@@ -32,30 +35,47 @@ router = APIRouter(prefix="/api/v1", responses=ERROR_RESPONSES)
     "/jobs", status_code=201, response_model=JobRead, tags=["jobs"],
     responses={200: {"model": JobRead, "description": "Replay: a job with this idempotency key already exists."}},
 )
-def submit_job(data: JobCreate, svc: ServiceDep, me: PrincipalDep) -> Response:
+async def submit_job(data: JobCreate, svc: ServiceDep, me: PrincipalDep) -> Response:
     """Submit a job (member). Answered after the job is durably stored."""
+    return await submit(svc, me, data)
+
+
+async def submit(svc: ControlService, me: Principal, data: JobCreate) -> Response:
+    """The submission handler (also called by ``api.fastpath.SubmitFastPath`` for a cached token)."""
     if svc.committer is not None:  # group commit: this insert shares a transaction with concurrent ones
-        with svc.db.read() as s:
-            values, event = jobs.prepare_submission(session=s, principal=me, data=data, scorer=svc.scorer,
-                                                    directory=svc.directory)
-        job_id = svc.committer.submit(values, event)
+        # on the event loop: pricing from cached cluster data, then an awaited commit (no thread per request)
+        prepared = jobs.prepare_cached(principal=me, data=data, scorer=svc.scorer, directory=svc.directory)
+        if prepared is None:
+            prepared = await run_in_threadpool(_prepare, svc, me, data)
+        values, event = prepared
+        job_id = await svc.committer.submit_async(values, event)
         if job_id is not None:
             out, created = jobs.read_from_values(job_id, values, data.cluster), True
         else:
-            with svc.db.read() as s:
-                out = jobs.resolve_not_inserted(session=s, values=values, cluster=data.cluster,
-                                                directory=svc.directory)
-            created = False
+            out, created = await run_in_threadpool(_resolve, svc, values, data.cluster), False
     else:
-        with svc.db.write() as s:
-            out, created = jobs.submit_job(session=s, principal=me, data=data, scorer=svc.scorer,
-                                           directory=svc.directory)
+        out, created = await run_in_threadpool(_submit_alone, svc, me, data)
     if created:
         svc.wake_scheduler()
         return Response(out.model_dump_json(), status_code=201, media_type="application/json")
     # the hot path skips FastAPI's re-validation of the answer: it is a JobRead built just now
     return Response(out.model_dump_json(), status_code=200, media_type="application/json",
                     headers={"Idempotent-Replayed": "true"})
+
+
+def _prepare(svc: ControlService, me: Principal, data: JobCreate) -> tuple[dict[str, Any], dict[str, Any]]:
+    with svc.db.read() as s:
+        return jobs.prepare_submission(session=s, principal=me, data=data, scorer=svc.scorer, directory=svc.directory)
+
+
+def _resolve(svc: ControlService, values: dict[str, Any], cluster: str) -> JobRead:
+    with svc.db.read() as s:
+        return jobs.resolve_not_inserted(session=s, values=values, cluster=cluster, directory=svc.directory)
+
+
+def _submit_alone(svc: ControlService, me: Principal, data: JobCreate) -> tuple[JobRead, bool]:
+    with svc.db.write() as s:
+        return jobs.submit_job(session=s, principal=me, data=data, scorer=svc.scorer, directory=svc.directory)
 
 
 @router.get("/jobs", response_model=JobList, tags=["jobs"])

@@ -13,10 +13,11 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, FastAPI, Path, Query, Request, Response
 
-from seedance.control.api.deps import IdPath, Limit, PrincipalDep, get_service
+from seedance.control.api.deps import IdPath, Limit, PrincipalDep
 from seedance.control.api.errors import ERROR_RESPONSES
 from seedance.control.schemas import ErrorBody, Role
 from seedance.control.security import Principal
+from seedance.control.service import ControlService
 from seedance.privacy.schemas import (
     BackupRead,
     BlacklistEntry,
@@ -94,7 +95,8 @@ def _token_if_given(request: Request) -> None:
     auth = request.headers.get("authorization")
     if auth is not None:
         scheme, _, value = auth.partition(" ")
-        get_service(request).authenticate(value.strip() if scheme.lower() == "bearer" else None)
+        service: ControlService = request.app.state.service
+        service.authenticate(value.strip() if scheme.lower() == "bearer" else None)
 
 
 # ------------------------------------------------------------------------------ telemetry
