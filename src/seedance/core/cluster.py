@@ -93,6 +93,10 @@ class ClusterState:
     #: Whether ``NodeColumn`` reads update only changed nodes (``False``: recompute every node on
     #: every read, the plain scan the index is tested against).
     indexed: bool = True
+    #: Clusters with fewer nodes read every ``NodeColumn`` as a plain scan: below a few hundred
+    #: nodes recomputing a cheap column costs less than the change-log bookkeeping (measured
+    #: crossover ~300-400 nodes for the fit masks with two node changes per decision).
+    index_min_nodes: int = 256
 
     def __init__(self, spec: ClusterSpec, *, catalog: GpuCatalog = CATALOG) -> None:
         self.spec = spec
@@ -386,7 +390,8 @@ class NodeColumn:
     the two, never both. A value, once computed, is reused until its node appears in the change
     log; ``take`` computes only the asked nodes whose value is missing or stale, in one call (so a
     shape memo behind ``compute`` sees the same batches as a scan of ``nodes`` would give it).
-    With ``state.indexed`` off every read recomputes what it returns (the plain scan).
+    With ``state.indexed`` off, or on a cluster below ``state.index_min_nodes``, every read
+    recomputes what it returns (the plain scan).
     """
 
     __slots__ = ("_compute", "_pos", "_state", "_valid", "_values")
@@ -401,7 +406,7 @@ class NodeColumn:
     def get(self) -> NDArray[Any]:
         """Every node's value (the array is reused and updated in place by later reads)."""
         st = self._state
-        if not st.indexed:
+        if not st.indexed or st.n_nodes < st.index_min_nodes:
             return np.asarray(self._compute(np.arange(st.n_nodes, dtype=np.intp)))
         end = st.change_count
         vals = self._values
@@ -419,7 +424,7 @@ class NodeColumn:
     def take(self, nodes: NDArray[np.intp]) -> NDArray[Any]:
         """The values of ``nodes`` (a sorted index array), computing only missing or stale ones."""
         st = self._state
-        if not st.indexed:
+        if not st.indexed or st.n_nodes < st.index_min_nodes:
             return np.asarray(self._compute(nodes))
         end = st.change_count
         if self._pos < end:
