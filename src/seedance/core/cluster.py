@@ -236,6 +236,8 @@ class ClusterState:
     def fit_mask(self, cpu_milli: int, memory_mib: int) -> BoolA:
         """Nodes whose free CPU and memory cover ``cpu_milli`` and ``memory_mib`` (kept current by the index)."""
         cpu, mem = self._cpu_free, self._mem_free
+        if self.n_nodes < self.index_min_nodes:  # a small cluster: the scan, without the column's bookkeeping
+            return (cpu >= cpu_milli) & (mem >= memory_mib)
         return self.column(
             ("fit", cpu_milli, memory_mib), lambda idx: (cpu[idx] >= cpu_milli) & (mem[idx] >= memory_mib)
         )
@@ -244,13 +246,14 @@ class ClusterState:
         """Nodes with one GPU of ``gpu_milli`` free (a share) or ``num_gpu`` idle GPUs (whole GPUs)."""
         if req.num_gpu == 0:
             return self._all
+        scan = self.n_nodes < self.index_min_nodes  # a small cluster: the scan, without the column's bookkeeping
         if req.is_sharing:
             milli = req.gpu_milli
             mx = self._max_free
-            return self.column(("share", milli), lambda idx: mx[idx] >= milli)
+            return mx >= milli if scan else self.column(("share", milli), lambda idx: mx[idx] >= milli)
         k = req.num_gpu
         full = self._n_full
-        return self.column(("whole", k), lambda idx: full[idx] >= k)
+        return full >= k if scan else self.column(("whole", k), lambda idx: full[idx] >= k)
 
     def node_pods_view(self, node: int) -> tuple[int, int, int, tuple[int, ...]]:
         """Human-sized snapshot of one node: (cpu free, memory free, model id, free per GPU)."""
