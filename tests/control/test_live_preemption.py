@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from sqlalchemy import select, update
 
+from seedance.backends.dispatch import BackendStatus, Dispatcher, DispatchRequest
 from seedance.control.db.models import Cluster, DecisionRecord, EventRecord, Job
-from seedance.control.dispatch import BackendStatus, Dispatcher, DispatchRequest
 from seedance.control.service import ControlService
 from seedance.control.services import preemption as preemption_mod
 from seedance.control.services.scheduling import SchedulingLoop

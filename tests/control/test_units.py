@@ -56,6 +56,18 @@ def test_dispatchers_are_registered_by_name_and_idempotent() -> None:
         DISPATCHERS.get("ray-someday")
 
 
+def test_dispatchers_have_one_home_and_control_imports_none_of_the_old_path() -> None:
+    import importlib.util
+    from pathlib import Path
+
+    import seedance.control
+
+    assert importlib.util.find_spec("seedance.control.dispatch") is None
+    root = Path(seedance.control.__file__).parents[1]
+    users = sorted(str(p.relative_to(root)) for p in root.rglob("*.py") if "seedance.control.dispatch" in p.read_text())
+    assert users == []
+
+
 def test_settings_refuse_placeholder_secrets_and_other_databases() -> None:
     for bad in ("changethis", "short"):
         with pytest.raises(ValidationError):

@@ -51,7 +51,20 @@ def test_validate_unreadable_yaml_is_bad_input(tmp_path: Path, capsys: pytest.Ca
     f = tmp_path / "broken.yaml"
     f.write_text("a: [1, 2\n")
     assert main(["k8s", "validate", str(f)]) == 2
-    assert capsys.readouterr().err.startswith(f"error: {f}: cannot read YAML")
+    assert capsys.readouterr().err == f"error: {f}:2: not valid YAML: expected ',' or ']', but got '<stream end>'\n"
+
+
+def test_extender_node_list_errors_name_file_and_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    broken = tmp_path / "nodes.yaml"
+    broken.write_text("apiVersion: v1\nkind: NodeList\nitems:\n  - {metadata: {name: n1}\n")
+    assert main(["k8s", "extender", "--nodes", str(broken)]) == 2
+    assert capsys.readouterr().err == (
+        f"error: {broken}:5: not valid YAML: expected ',' or '}}', but got '<stream end>'\n")
+    wrong = tmp_path / "wrong.yaml"
+    wrong.write_text("apiVersion: v1\nkind: NodeList\nitems: 3\n")
+    assert main(["k8s", "extender", "--nodes", str(wrong)]) == 2
+    assert capsys.readouterr().err == (
+        f"error: {wrong}:3: field items: a node list is a NodeList (items: [...]) or a list of Node objects\n")
 
 
 def _free_port() -> int:

@@ -281,3 +281,11 @@ def test_configmap_with_a_broken_embedded_configuration_is_rejected() -> None:
     cm["data"]["scheduler-config.yaml"] = yaml.safe_dump(cfg)
     assert object_errors(cm) == [
         "data.scheduler-config.yaml: extenders.0.weight: must be positive when prioritizeVerb is set"]
+
+
+def test_configmap_with_unparsable_embedded_yaml_names_the_key_and_line() -> None:
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"},
+          "data": {"scheduler-config.yaml": "apiVersion: x\nkind: [1\n", "notes.txt": "a: [b"}}
+    # the line is inside the value; a non-YAML key (notes.txt) is not parsed as a configuration
+    assert object_errors(cm) == [
+        "data.scheduler-config.yaml:3: not valid YAML: expected ',' or ']', but got '<stream end>'"]

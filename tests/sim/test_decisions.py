@@ -80,6 +80,7 @@ def _contended() -> tuple[object, PodTrace]:
 
 def _both(monkeypatch: pytest.MonkeyPatch, run: object) -> tuple[dict[str, object], dict[str, object]]:
     out = []
+    monkeypatch.setattr(ClusterState, "index_min_nodes", 0)  # these clusters are small: force the index on
     for indexed in (True, False):
         monkeypatch.setattr(ClusterState, "indexed", indexed)
         with recording() as rec:
@@ -118,10 +119,11 @@ def test_indexed_inflation_equals_the_plain_scan(rows: list[tuple[int, int, int,
     assert fast == scan
 
 
-def test_a_column_recomputes_only_the_nodes_that_changed() -> None:
+def test_a_column_recomputes_only_the_nodes_that_changed(monkeypatch: pytest.MonkeyPatch) -> None:
     from seedance.core.cluster import NodeColumn
     from seedance.core.decision import Placement
 
+    monkeypatch.setattr(ClusterState, "index_min_nodes", 0)
     state = ClusterState(make_cluster([(8000, 8192, 2, "T4")] * 10))
     asked: list[list[int]] = []
 
@@ -139,3 +141,20 @@ def test_a_column_recomputes_only_the_nodes_that_changed() -> None:
     assert took.take(np.array([1, 3])).tolist() == [8, 5] and asked[-1] == [1, 3]
     state.release(Placement(3, (1,), 500, 1000, 1024))
     assert took.take(np.array([0, 1, 3])).tolist() == [8, 8, 6] and asked[-1] == [0, 3]
+
+
+def test_a_small_cluster_reads_its_columns_as_a_plain_scan() -> None:
+    from seedance.core.cluster import NodeColumn
+
+    state = ClusterState(make_cluster([(8000, 8192, 2, "T4")] * 10))
+    assert state.n_nodes < ClusterState.index_min_nodes
+    asked: list[list[int]] = []
+
+    def compute(idx: np.ndarray) -> np.ndarray:
+        asked.append(idx.tolist())
+        return state.cpu_free[idx] // 1000
+
+    col = NodeColumn(state, compute)
+    assert col.get().tolist() == [8] * 10 and col.get().tolist() == [8] * 10
+    assert asked == [list(range(10))] * 2  # nothing cached: every read scans every node
+    assert col.take(np.array([2, 5])).tolist() == [8, 8] and asked[-1] == [2, 5]

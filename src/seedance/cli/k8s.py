@@ -79,9 +79,8 @@ def register(app: typer.Typer) -> None:
         kube_version: str = typer.Option("1.32.0", help="Kubernetes schema version (1.25-1.37)."),
     ) -> None:
         """Validate manifests offline (built-in kinds, Seedance CRs, KubeSchedulerConfiguration)."""
-        import yaml
-
         from seedance.core.errors import InputError
+        from seedance.core.yamldoc import compose_all
         from seedance.k8s.validation import object_errors, render_chart
 
         charts = sorted({c.parent for p in paths if p.is_dir() for c in p.rglob("Chart.yaml")})
@@ -95,9 +94,10 @@ def register(app: typer.Typer) -> None:
         sources: list[tuple[str, list[Any]]] = []
         for f in files:
             try:
-                sources.append((str(f), [d for d in yaml.safe_load_all(f.read_text(encoding="utf-8")) if d]))
-            except (OSError, yaml.YAMLError) as exc:
+                text = f.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
                 raise InputError(f"cannot read YAML: {exc}", source=str(f)) from None
+            sources.append((str(f), [d for _, d in compose_all(text, source=str(f)) if d]))
         for c in charts:
             sources += [(f"{c} (rendered) {path}", [doc]) for path, doc in render_chart(c)]
         bad = 0
@@ -132,9 +132,8 @@ def register(app: typer.Typer) -> None:
         """Run the kube-scheduler extender (filter, prioritize, bind) until interrupted."""
         import logging
 
-        import yaml
-
         from seedance.core.errors import InputError
+        from seedance.core.yamldoc import compose, line_of
         from seedance.k8s.extender import Extender
         from seedance.k8s.server import ExtenderApp, make_server
         from seedance.scheduling import PolicyContext, make_policy
@@ -159,10 +158,15 @@ def register(app: typer.Typer) -> None:
             raise InputError(str(exc), field="--policy") from None
         if nodes is not None:
             try:
-                doc = yaml.safe_load(nodes.read_text(encoding="utf-8"))
-            except (OSError, yaml.YAMLError) as exc:
+                text = nodes.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
                 raise InputError(f"cannot read nodes: {exc}", source=str(nodes)) from None
+            node, doc = compose(text, source=str(nodes), what="node list")
             items = doc.get("items", []) if isinstance(doc, dict) else doc
+            if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
+                field = "items" if isinstance(doc, dict) else None
+                raise InputError("a node list is a NodeList (items: [...]) or a list of Node objects",
+                                 source=str(nodes), line=line_of(node, ("items",)), field=field)
             ext = Extender(pol, profile=cfg)
             ext.set_nodes(items)
             ext.synced = True

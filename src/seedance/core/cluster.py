@@ -93,6 +93,10 @@ class ClusterState:
     #: Whether ``NodeColumn`` reads update only changed nodes (``False``: recompute every node on
     #: every read, the plain scan the index is tested against).
     indexed: bool = True
+    #: Clusters with fewer nodes read every ``NodeColumn`` as a plain scan: below a few hundred
+    #: nodes recomputing a cheap column costs less than the change-log bookkeeping (measured
+    #: crossover ~300-400 nodes for the fit masks with two node changes per decision).
+    index_min_nodes: int = 256
 
     def __init__(self, spec: ClusterSpec, *, catalog: GpuCatalog = CATALOG) -> None:
         self.spec = spec
@@ -232,6 +236,8 @@ class ClusterState:
     def fit_mask(self, cpu_milli: int, memory_mib: int) -> BoolA:
         """Nodes whose free CPU and memory cover ``cpu_milli`` and ``memory_mib`` (kept current by the index)."""
         cpu, mem = self._cpu_free, self._mem_free
+        if self.n_nodes < self.index_min_nodes:  # a small cluster: the scan, without the column's bookkeeping
+            return (cpu >= cpu_milli) & (mem >= memory_mib)
         return self.column(
             ("fit", cpu_milli, memory_mib), lambda idx: (cpu[idx] >= cpu_milli) & (mem[idx] >= memory_mib)
         )
@@ -240,13 +246,14 @@ class ClusterState:
         """Nodes with one GPU of ``gpu_milli`` free (a share) or ``num_gpu`` idle GPUs (whole GPUs)."""
         if req.num_gpu == 0:
             return self._all
+        scan = self.n_nodes < self.index_min_nodes  # a small cluster: the scan, without the column's bookkeeping
         if req.is_sharing:
             milli = req.gpu_milli
             mx = self._max_free
-            return self.column(("share", milli), lambda idx: mx[idx] >= milli)
+            return mx >= milli if scan else self.column(("share", milli), lambda idx: mx[idx] >= milli)
         k = req.num_gpu
         full = self._n_full
-        return self.column(("whole", k), lambda idx: full[idx] >= k)
+        return full >= k if scan else self.column(("whole", k), lambda idx: full[idx] >= k)
 
     def node_pods_view(self, node: int) -> tuple[int, int, int, tuple[int, ...]]:
         """Human-sized snapshot of one node: (cpu free, memory free, model id, free per GPU)."""
@@ -386,7 +393,8 @@ class NodeColumn:
     the two, never both. A value, once computed, is reused until its node appears in the change
     log; ``take`` computes only the asked nodes whose value is missing or stale, in one call (so a
     shape memo behind ``compute`` sees the same batches as a scan of ``nodes`` would give it).
-    With ``state.indexed`` off every read recomputes what it returns (the plain scan).
+    With ``state.indexed`` off, or on a cluster below ``state.index_min_nodes``, every read
+    recomputes what it returns (the plain scan).
     """
 
     __slots__ = ("_compute", "_pos", "_state", "_valid", "_values")
@@ -401,7 +409,7 @@ class NodeColumn:
     def get(self) -> NDArray[Any]:
         """Every node's value (the array is reused and updated in place by later reads)."""
         st = self._state
-        if not st.indexed:
+        if not st.indexed or st.n_nodes < st.index_min_nodes:
             return np.asarray(self._compute(np.arange(st.n_nodes, dtype=np.intp)))
         end = st.change_count
         vals = self._values
@@ -419,7 +427,7 @@ class NodeColumn:
     def take(self, nodes: NDArray[np.intp]) -> NDArray[Any]:
         """The values of ``nodes`` (a sorted index array), computing only missing or stale ones."""
         st = self._state
-        if not st.indexed:
+        if not st.indexed or st.n_nodes < st.index_min_nodes:
             return np.asarray(self._compute(nodes))
         end = st.change_count
         if self._pos < end:

@@ -52,7 +52,7 @@ from seedance.hetero.labels import HETERO_NODE_LABELS
 from seedance.k8s import keys
 from seedance.k8s.objects import Doc, PodInfo, node_spec, node_unschedulable, pod_info
 from seedance.k8s.trust import TRUST_NODE_LABELS, ExtenderStages
-from seedance.profile import Attempt, ProfileConfig, SchedulingProfile, build_profile, profile_of_policy
+from seedance.profile import Admission, Attempt, ProfileConfig, SchedulingProfile, build_profile, profile_of_policy
 from seedance.profile.config import TiersConfig
 from seedance.scheduling.framework import FilterPlugin, PlacementPolicy
 from seedance.tiers import DEFAULT_TIER_CONFIG, TierConfig
@@ -149,6 +149,8 @@ class Extender:
         self.unaccounted = 0
         self.stages = stages or ExtenderStages()
         self.config = self.stages.configure(profile or default_extender_profile(policy.name))
+        if self.config.tiers.enabled:  # load the tier stages with the extender, not on its first request
+            import seedance.profile.tiers  # noqa: F401
         self._profile: SchedulingProfile | None = None
         self._label_keys = frozenset(
             {keys.NODE_LABEL_GPU_MODEL, keys.NODE_LABEL_GPU_PRODUCT, LABEL_MODE, *TRUST_NODE_LABELS,
@@ -358,12 +360,7 @@ class Extender:
             ok = known & adm.ok[safe] if state.n_nodes else np.zeros(cand.size, dtype=np.bool_)
             passing = np.flatnonzero(ok).tolist()
             if len(passing) < len(names):
-                for j in np.flatnonzero(~ok).tolist():
-                    if not known[j]:
-                        failed[names[j]] = "Seedance: node not in the extender's cache yet"
-                        continue
-                    i = int(cand[j])
-                    (failed if adm.resolvable[i] else unresolvable)[names[j]] = f"Seedance: {adm.reason(i)}"
+                failed, unresolvable = _failures(adm, names, cand, ok, known)
             passed = [names[j] for j in passing]
             self._remember_candidates(passed, cand[ok])  # prioritize usually gets exactly these next
         return _filter_result(passed, None if items is None else [items[j] for j in passing], failed, unresolvable)
@@ -535,6 +532,24 @@ class Extender:
         m = np.zeros(state.n_nodes, dtype=np.bool_)
         m[idx] = True
         return m
+
+
+def _failures(
+    adm: Admission, names: list[str], cand: NDArray[np.intp], ok: BoolA, known: BoolA
+) -> tuple[dict[str, str], dict[str, str]]:
+    """FailedNodes and FailedAndUnresolvableNodes of the rejected candidates, each with its reason."""
+    texts = [*(f"Seedance: {t}" for t in adm.texts), "Seedance: node not in the extender's cache yet"]
+    bad = np.flatnonzero(~ok)
+    kb = known[bad]
+    if not kb.any():  # no rejected node is cached (e.g. an empty cache): all wait for the cache
+        return dict.fromkeys((names[j] for j in bad.tolist()), texts[-1]), {}
+    idx = np.maximum(cand[bad], 0)
+    text = np.where(kb, adm.code[idx], len(texts) - 1)
+    wait = adm.resolvable[idx] | ~kb  # a node not cached yet may be there next time
+    failed = {names[j]: texts[t] for j, t in zip(bad[wait].tolist(), text[wait].tolist(), strict=True)}
+    hard = ~wait
+    unresolvable = {names[j]: texts[t] for j, t in zip(bad[hard].tolist(), text[hard].tolist(), strict=True)}
+    return failed, unresolvable
 
 
 def _rv(node: Doc) -> str:

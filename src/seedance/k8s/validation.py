@@ -179,15 +179,18 @@ def object_errors(doc: Mapping[str, Any], kube_version: str = DEFAULT_KUBE_VERSI
 def _embedded_errors(cm: Mapping[str, Any], kube_version: str,
                      crds: Iterable[Mapping[str, Any]] | None) -> list[str]:
     """Kubernetes-style documents stored in a ConfigMap's data (e.g. a KubeSchedulerConfiguration)."""
-    import yaml
+    from seedance.core.errors import InputError
+    from seedance.core.yamldoc import compose
 
     errors = []
     for key, text in (cm.get("data") or {}).items():
+        if not isinstance(text, str):
+            continue
         try:
-            inner = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
+            _, inner = compose(text, source=f"data.{key}", what="document", allow_empty=True)
+        except InputError as exc:  # e.g. "data.config.yaml:3: not valid YAML: ..." (line inside the value)
             if str(key).endswith((".yaml", ".yml")):
-                errors.append(f"data.{key}: not YAML: {exc}")
+                errors.append(str(exc))
             continue
         if isinstance(inner, Mapping) and "apiVersion" in inner and "kind" in inner:
             errors += [f"data.{key}: {e}" for e in object_errors(inner, kube_version, crds)]
@@ -201,18 +204,19 @@ def render_chart(chart_dir: str | Path, values: Mapping[str, Any] | None = None,
     The chart's values are checked against its ``values.schema.json`` first; ``crds/`` files are
     included (Helm installs them verbatim); ``NOTES.txt`` and empty documents are dropped.
     """
-    import yaml
     from helm_python import chart as helm_chart
+
+    from seedance.core.yamldoc import compose_all
 
     chart = helm_chart.Chart.load(str(chart_dir))
     chart.validate_schema(dict(values) if values is not None else None)
     rendered = chart.render(dict(values) if values is not None else None, name=release, namespace=namespace)
     out: list[tuple[str, Obj]] = []
     for crd in chart.crds:
-        out += [(crd["name"], d) for d in yaml.safe_load_all(crd["data"]) if d]
+        out += [(crd["name"], d) for _, d in compose_all(crd["data"], source=str(crd["name"])) if d]
     for path in sorted(rendered):
         if path.endswith((".yaml", ".yml")):
-            out += [(path, d) for d in yaml.safe_load_all(rendered[path]) if d]
+            out += [(path, d) for _, d in compose_all(rendered[path], source=path) if d]
     return out
 
 

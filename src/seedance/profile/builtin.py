@@ -7,7 +7,16 @@ FGD-paper simulator) loads neither.
 from __future__ import annotations
 
 from seedance.profile.build import BuildContext
-from seedance.profile.stages import ADAPTERS, BIND_HOOKS, FALLBACKS, FILTERS, BindHook, Fallback, RequestAdapter
+from seedance.profile.stages import (
+    ADAPTERS,
+    BIND_HOOKS,
+    FALLBACKS,
+    FILTERS,
+    SCORERS,
+    BindHook,
+    Fallback,
+    RequestAdapter,
+)
 from seedance.scheduling.framework import FilterPlugin, GpuFit, GpuModelMatch, ResourcesFit, Schedulable
 
 
@@ -67,8 +76,14 @@ FALLBACKS.add("borrow", _borrow)
 FALLBACKS.add("preempt", _preempt)
 BIND_HOOKS.add("mig-ledger", _mig_ledger)
 
-# stages of other domains register themselves on import (trust, cost-aware deferral, CUDA pre-flight)
-import seedance.costmodel.deferral_stage  # noqa: E402, F401
-import seedance.hetero.profile_stages  # noqa: E402, F401
-import seedance.hetero.score_stage  # noqa: E402, F401
-import seedance.trust.profile_stages  # noqa: E402, F401
+# stages of other domains register themselves when their module is imported (trust, cost-aware
+# deferral, CUDA pre-flight); it is imported the first time a profile names one of them, so a
+# profile without them never loads those packages
+ADAPTERS.defer("deferral", "seedance.costmodel.deferral_stage")
+FILTERS.defer("CudaCompat", "seedance.hetero.profile_stages")
+FILTERS.defer("AttestedTEE", "seedance.trust.profile_stages")
+FILTERS.defer("IsolationGrade", "seedance.trust.profile_stages")
+ADAPTERS.defer("isolation-grade", "seedance.trust.profile_stages")
+ADAPTERS.defer("sensitive-guard", "seedance.trust.profile_stages")
+SCORERS.defer("ThroughputPerDollar", "seedance.hetero.score_stage")
+SCORERS.defer("Throughput", "seedance.hetero.score_stage")

@@ -109,10 +109,12 @@ class SchedulingProfile:
         self.name = name
         self._plain = Scheduler(self.policy, self.filters, explain=explain)
         self._chains: dict[tuple[str, str], Scheduler] = {}
+        # the stage kinds, sorted once (not per attempt)
+        self._aware = tuple(f for f in self.filters if isinstance(f, AttemptFilter))
+        self._holds = tuple(a for a in self.adapters if isinstance(a, Hold))
         # no adapter and no bind hook: a pod outside the tier stages is exactly the framework's decision
         # (with scorers: for every pod none of them has an opinion on, e.g. one that names no workload)
-        self._bare = not self.adapters and not self.hooks and not any(
-            isinstance(f, AttemptFilter) for f in self.filters)  # attempt-aware stages need the attempt
+        self._bare = not self.adapters and not self.hooks and not self._aware  # attempt-aware: need the attempt
         self._direct = self._bare and not self.scorers
 
     # ------------------------------------------------------------------ stage access
@@ -147,20 +149,18 @@ class SchedulingProfile:
         r = att.req
         for a in self.adapters:
             r = a.adapt(att, r)
-        for f in self.filters:  # attempt-aware stages (trust, grades) read the pod's context
-            if isinstance(f, AttemptFilter):
-                f.begin(att, r)
+        for f in self._aware:  # attempt-aware stages (trust, grades) read the pod's context
+            f.begin(att, r)
         if self._scored is not None:
             self._scored.begin(att, r)
         return r
 
     def hold(self, att: Attempt, req: ResourceRequest) -> Decision | None:
         """The first :class:`Hold` adapter's pending decision (e.g. deferral), or ``None``."""
-        for a in self.adapters:
-            if isinstance(a, Hold):
-                d = a.hold(att, req)
-                if d is not None:
-                    return d
+        for a in self._holds:
+            d = a.hold(att, req)
+            if d is not None:
+                return d
         return None
 
     def place(self, att: Attempt, req: ResourceRequest, pool: str = "own") -> Scored:
@@ -262,9 +262,8 @@ class SchedulingProfile:
                 return Admission(bok & only, code, texts, resolvable)
         return Admission(np.zeros(view.n_nodes, dtype=np.bool_), code, texts, resolvable)
 
-    @staticmethod
     def _evaluate(
-        att: Attempt, req: ResourceRequest, filters: Sequence[FilterPlugin], texts: list[str]
+        self, att: Attempt, req: ResourceRequest, filters: Sequence[FilterPlugin], texts: list[str]
     ) -> tuple[BoolA, NDArray[np.intp], BoolA]:
         """Per node: passes all filters?, reason code (into ``texts``, extended here), resolvable?"""
         view = att.view
@@ -284,7 +283,8 @@ class SchedulingProfile:
             ever &= view.gpu_count >= req.num_gpu
         never = res & ~ever
         code = np.where(never, base + len(filters), base + first).astype(np.intp)
-        _node_texts(filters, view, req, ~ok & ~never, first, code, texts)
+        if self._aware:
+            _node_texts(filters, view, req, ~ok & ~never, first, code, texts)
         waiting: BoolA = ~ok & res & ever
         return ok, code, waiting
 

@@ -38,9 +38,9 @@ from typing import Any
 from sqlalchemy import insert, select, update
 from sqlalchemy.orm import Session
 
+from seedance.backends.dispatch import BackendStatus, Dispatcher
 from seedance.control.db.models import ALLOC_MILLI, DecisionRecord, EventRecord, Job, utcnow
 from seedance.control.db.session import Database
-from seedance.control.dispatch import BackendStatus, Dispatcher
 from seedance.control.services import clusters as cluster_svc
 from seedance.core.catalog import PriceBook
 from seedance.core.cluster import ClusterState
