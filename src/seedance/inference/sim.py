@@ -46,10 +46,11 @@ from seedance.inference.prefix import PrefixCache, PrefixStructure
 from seedance.inference.profiles import DecodeLengthPredictor, kv_growth_feature
 from seedance.inference.routing import Admission, RouteQuery, Router, make_router
 from seedance.inference.trace import RequestTrace
+from seedance.inference.workloads import reusable_tokens
 from seedance.sim.engine import EventLoop
 
 FUTURE, WAITING, PREFILL, DECODE, DONE, DROPPED, REJECTED, SENDING = -1, 0, 1, 2, 3, 4, 5, 6
-_ARRIVAL, _WAKE, _SENT = 0, 1, 2
+_ARRIVAL, _WAKE, _SENT, _SEND = 0, 1, 2, 3
 _IDLE, _ITER, _SPAN = 0, 1, 2
 
 
@@ -174,6 +175,16 @@ class ServingSimulator:
         router_options: Options of the router.
         admission: Early admission control at the front end (``None``: admit everything).
         disaggregate: Separate prefill and decode pools (:mod:`disagg`); ``None``: co-located.
+        perfect_cache: The ceiling of prefix caching, not a mechanism: every request arrives with
+            the KV of its reusable prefix (:func:`~seedance.inference.workloads.reusable_tokens`:
+            full blocks of its conversation history or system prompt) already computed, on
+            whichever replica it lands, and keeps it through preemptions; those blocks still take
+            GPU memory. Excludes ``prefix_cache`` and ``disaggregate``.
+
+    Closed-loop sessions (the trace's prefix structure has ``think_s``): a follow-up turn is sent
+    at the later of its trace arrival and its previous turn's completion plus its think time; its
+    ``arrival`` in the run is that send time. A follow-up whose previous turn was dropped or
+    rejected is never sent (it ends dropped).
     """
 
     def __init__(
@@ -182,7 +193,7 @@ class ServingSimulator:
         history: RequestHistory | None = None, predictor_prior: float = 128.0,
         ttft_ms: float = math.inf, tpot_ms: float = math.inf, audit: bool = False, prefix_cache: bool = False,
         router_options: dict[str, Any] | None = None, admission: Admission | None = None,
-        disaggregate: Disaggregation | None = None,
+        disaggregate: Disaggregation | None = None, perfect_cache: bool = False,
     ) -> None:
         if replicas < 1:
             raise InputError(f"must be >= 1, got {replicas}", source="--replicas")
@@ -212,6 +223,10 @@ class ServingSimulator:
             self.pools = PoolPlan((math.inf,), (disaggregate.prefill, replicas - disaggregate.prefill))
         if sum(self.pools.replicas) != replicas:
             raise ValueError("pool plan does not cover the replicas")
+        if perfect_cache and (prefix_cache or disaggregate is not None):
+            raise InputError("the perfect-cache ceiling replaces prefix caching and co-located serving",
+                             source="--perfect-cache")
+        self._perfect = perfect_cache
         self.predictor = DecodeLengthPredictor(prior=predictor_prior)
         for p_, o_ in zip(hist.prompt.tolist(), hist.output.tolist(), strict=True):
             self.predictor.observe(p_, o_)
@@ -224,6 +239,8 @@ class ServingSimulator:
             computed=np.zeros(n, np.int64), first_token=np.full(n, np.nan),
             ready=np.zeros(n, np.int64) if disaggregate is not None else None,
         )
+        if perfect_cache:
+            self.book.ready = reusable_tokens(trace, budget.block_tokens)
         self.state = np.full(n, FUTURE, np.int8)
         self.finish = np.full(n, np.nan)
         self.preempt = np.zeros(n, np.int32)
@@ -236,6 +253,11 @@ class ServingSimulator:
         self.reason: dict[int, str] = {}  # rejected at the front end: why
         self._slo_class = trace.slo_class
         structure = trace.prefix if trace.prefix is not None else None
+        self._trace_arrival = self.book.arrival.copy()  # the trace's slots (book.arrival: send times)
+        closed = structure is not None and structure.think_s is not None
+        self._parent = structure.previous_turn() if closed and structure is not None else None
+        self._think = structure.think_s if closed and structure is not None else None
+        self._parked: dict[int, int] = {}  # unfinished previous turn -> its follow-up waiting for it
         use_cache = prefix_cache and not self.request_level
         self._kv_feature = kv_growth_feature(shape.kv_bytes_per_token)
         self._observe: list[tuple[float, int]] = []
@@ -267,7 +289,8 @@ class ServingSimulator:
             self._pool_members.append(members)
         self._alloc = [BlockAllocator(self._total) for _ in self.replicas] if audit else []
         self._query = RouteQuery()
-        handlers: list[Callable[[float, int], None]] = [self._on_arrival, self._on_wake, self._on_sent]
+        handlers: list[Callable[[float, int], None]] = [self._on_arrival, self._on_wake, self._on_sent,
+                                                         self._on_send]
         self.loop = EventLoop(handlers, arrival_kind=_ARRIVAL)
 
     # ------------------------------------------------------------------ run
@@ -308,11 +331,44 @@ class ServingSimulator:
 
     # ------------------------------------------------------------- arrivals
     def _on_arrival(self, now: float, first: int) -> None:
-        arr = self.book.arrival
+        arr = self._trace_arrival
+        parent = self._parent
         i = first
         while i < len(arr) and arr[i] == now:
-            self._arrive(now, i)
+            if parent is None or parent[i] < 0:
+                self._arrive(now, i)
+            else:
+                self._follow_up(now, i, int(parent[i]))
             i += 1
+
+    def _follow_up(self, now: float, i: int, p: int) -> None:
+        """Closed loop: ``i``'s trace slot came; it is sent once turn ``p`` has answered and the
+        user has thought (the engine's knowledge of ``p``'s completion, never a batcher's)."""
+        assert self._think is not None
+        f = self.finish[p]
+        if not math.isnan(f):  # answered (request-level batchers know the time of their batch's end)
+            t = float(f) + float(self._think[i])
+            if t > now:
+                self.book.arrival[i] = t
+                self.loop.schedule(t, _SEND, i)
+            else:
+                self._arrive(now, i)
+        elif self.state[p] == DROPPED or self.state[p] == REJECTED:
+            self.state[i] = DROPPED  # the conversation ended without an answer
+        else:
+            self._parked[p] = i
+
+    def _answered(self, p: int) -> None:
+        """Turn ``p``'s completion time is known: send its parked follow-up after the think time."""
+        i = self._parked.pop(p, -1)
+        if i >= 0:
+            assert self._think is not None
+            t = max(float(self.finish[p]) + float(self._think[i]), self.loop.now)
+            self.book.arrival[i] = t
+            self.loop.schedule(t, _SEND, i)
+
+    def _on_send(self, now: float, i: int) -> None:
+        self._arrive(now, i)
 
     def _arrive(self, now: float, i: int) -> None:
         obs = self._observe
@@ -687,6 +743,8 @@ class ServingSimulator:
             self.finish[ids] = now + t_ms / 1000.0
             for i in ids.tolist():
                 heapq.heappush(self._observe, (float(self.finish[i]), i))
+                if self._parked:
+                    self._answered(i)
             n = max(f for f, _ in rep.heap) - rep.counter
         else:
             n = 0
@@ -734,6 +792,8 @@ class ServingSimulator:
     def _done(self, rep: _Replica, i: int, now: float) -> None:
         self.state[i] = DONE
         self.finish[i] = now
+        if self._parked:
+            self._answered(i)
         if rep.cache is not None:
             rep.cache.publish(i, int(self.book.prompt[i] + self._gen[i]) - 1)
             rep.cache.release(i, now)
@@ -786,7 +846,7 @@ class ServingSimulator:
         else:
             raise RuntimeError(f"cannot preempt request {i} in state {st}")
         book.computed[i] = 0
-        if book.ready is not None:
+        if book.ready is not None and not self._perfect:
             book.ready[i] = 0  # recomputed where it is
         if rep.cache is not None:
             rep.cache.release(i, rep.view.now)
