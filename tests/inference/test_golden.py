@@ -14,7 +14,7 @@ from seedance.inference.disagg import Disaggregation
 from seedance.inference.experiment import Deployment, Experiment
 from seedance.inference.metrics import SLO
 from seedance.inference.routing import Admission
-from seedance.inference.sim import ServingRun
+from seedance.inference.run import ServingRun
 from seedance.inference.trace import CONV_TRACE, load_azure_trace
 from seedance.inference.workloads import multi_turn
 from seedance.traces.paths import data_file
