@@ -38,13 +38,16 @@ def main() -> None:
     ap.add_argument("--factors", default="1.5,2.0")
     ap.add_argument("--duration-s", type=float, default=300.0)
     ap.add_argument("--replicas", type=int, default=4)
+    ap.add_argument("--open-loop", action="store_true", help="open-loop sessions (the old workload)")
+    ap.add_argument("--cache-threshold", type=float, default=0.1, help="the prefix-aware router's cache_threshold")
     args = ap.parse_args()
     slo = SLOS[args.slo]
-    exp = Experiment(multi_turn(load_azure_trace(args.trace or data_file(CONV_TRACE))),
+    exp = Experiment(multi_turn(load_azure_trace(args.trace or data_file(CONV_TRACE)), closed_loop=not args.open_loop),
                      Deployment(replicas=args.replicas), slo, duration_s=args.duration_s)
     adm = Admission(ttft_ms=(slo.ttft_ms,))
     tuned = {"max_num_batched_tokens": args.tokens, "max_num_seqs": args.seqs}
-    cache: dict[str, Any] = {"prefix_cache": True, "router": "prefix-aware"}
+    cache: dict[str, Any] = {"prefix_cache": True, "router": "prefix-aware",
+                             "router_options": {"cache_threshold": args.cache_threshold}}
     cases: list[tuple[str, str, dict[str, Any] | None, dict[str, Any]]] = [
         ("tuned-chunked", "continuous-chunked", tuned, {}),
         ("+prefix-router", "continuous-chunked", tuned, cache),

@@ -9,9 +9,10 @@ events with no serving logic (the engine's floor on this machine, right now).
     .venv/bin/python benchmarks/bench_inference_speed.py --policies seedance --repeat 5
     .venv/bin/python benchmarks/bench_inference_speed.py --mechanisms --repeat 3   # cluster mechanisms too
 
-``--mechanisms`` adds, on the multi-turn workload built from the same trace, the chunked baseline
-with prefix caching, with prefix-aware routing, with admission control, ``seedance`` with all three,
-and disaggregated serving (1 prefill : 3 decode replicas).
+``--mechanisms`` adds, on the multi-turn workload built from the same trace (closed-loop sessions),
+the chunked baseline with prefix caching, with prefix-aware routing (SGLang's thresholds, then
+``cache_threshold=0.1``), with admission control, ``seedance`` with all three, the perfect-cache
+ceiling, and disaggregated serving (1 prefill : 3 decode replicas).
 """
 
 from __future__ import annotations
@@ -85,13 +86,16 @@ def main() -> None:
 
         mt = Experiment(multi_turn(trace), Deployment(replicas=args.replicas), SLO())
         adm = Admission(ttft_ms=(10_000.0,))
+        r01: dict[str, Any] = {"prefix_cache": True, "router": "prefix-aware",
+                               "router_options": {"cache_threshold": 0.1}}
         cases: list[tuple[str, str, dict[str, Any]]] = [
             ("mt/chunked", "continuous-chunked", {}),
             ("mt/+prefix-cache", "continuous-chunked", {"prefix_cache": True}),
             ("mt/+prefix-router", "continuous-chunked", {"prefix_cache": True, "router": "prefix-aware"}),
-            ("mt/+admission", "continuous-chunked", {"prefix_cache": True, "router": "prefix-aware",
-                                                     "admission": adm}),
-            ("mt/seedance+all", "seedance", {"prefix_cache": True, "router": "prefix-aware", "admission": adm}),
+            ("mt/+prefix-router-0.1", "continuous-chunked", {**r01}),
+            ("mt/+admission", "continuous-chunked", {**r01, "admission": adm}),
+            ("mt/seedance+all", "seedance", {**r01, "admission": adm}),
+            ("mt/perfect-cache", "continuous-chunked", {"perfect_cache": True}),
             ("mt/disagg-1:3", "continuous-chunked", {"disaggregate": Disaggregation(prefill=1)}),
         ]
         for name, policy, eng in cases:

@@ -18,7 +18,8 @@ from .helpers import simulate, trace
 def _structured(arrival: list[float], prompt: list[int], output: list[int], *, sys_id: list[int],
                 sys_tokens: list[int], session: list[int], turn: list[int]) -> RequestTrace:
     base = trace(arrival, prompt, output)
-    st_ = PrefixStructure(*(np.asarray(x, np.int64) for x in (sys_id, sys_tokens, session, turn)))
+    a, b, c, d = (np.asarray(x, np.int64) for x in (sys_id, sys_tokens, session, turn))
+    st_ = PrefixStructure(a, b, c, d)
     return RequestTrace(base.arrival_s, base.prompt, base.output, "test", st_)
 
 

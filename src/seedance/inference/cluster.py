@@ -8,9 +8,15 @@ tuned options and adds one thing at a time:
 ========================  =====================================================================
 ``tuned-chunked``         the baseline: least-loaded routing, no prefix cache
 ``+prefix-cache``         block-level prefix caching on every replica (least-loaded routing)
-``+prefix-router``        and SGLang-style prefix-aware routing
+``+prefix-router``        and SGLang-style prefix-aware routing (sgl-router's default thresholds)
+``+prefix-router-0.1``    the same router following the cache once it holds >= 10 % of the prompt
+                          (``cache_threshold=0.1``: a follow-up turn's history is often less than
+                          half its prompt, so the default 0.5 sends many hits to a cold replica)
 ``+admission``            and early admission control (reject when the predicted TTFT misses)
 ``seedance+all``          the ``seedance`` batcher (online step model) with all three
+``ceiling:perfect-cache`` not a mechanism: tuned chunked where every reusable prefix token arrives
+                          computed on whichever replica the request lands (the most any prefix
+                          cache and router could save on this workload)
 ========================  =====================================================================
 
 Two capacities per row (rate scale found by :func:`~seedance.inference.capacity.slo_capacity`):
@@ -20,6 +26,11 @@ Two capacities per row (rate scale found by :func:`~seedance.inference.capacity.
 * ``attainment_capacity_rps``: goodput at the highest load where at least ``attainment`` (99%) of
   the *offered* requests meet both targets (a rejected request counts as a miss). This is the
   figure that lets admission control show what it does (it may turn away up to 1%).
+
+Ratios to the baseline are given for both goodputs and for the rate scales (``*_scale_vs_tuned_chunked``).
+With closed-loop sessions the scale is the one to compare: it scales the rate at which sessions
+start, while a follow-up is sent only after its previous answer, so the run's makespan carries a
+tail of late turns that dilutes goodput (requests per second of makespan) alike for every row.
 
 Disaggregation: :func:`disaggregation_search` tries every prefill:decode split of the replicas
 and compares the best with the co-located baseline on the same replicas.
@@ -51,13 +62,16 @@ class Mechanism:
 def mechanisms(exp: Experiment) -> list[Mechanism]:
     """The rows of the comparison (see the module note)."""
     adm = Admission(ttft_ms=(exp.slo.ttft_ms,))
+    router = {"prefix_cache": True, "router": "prefix-aware", "router_options": {"cache_threshold": 0.1}}
     return [
         Mechanism("tuned-chunked", BASELINE, {}),
         Mechanism("+prefix-cache", BASELINE, {"prefix_cache": True}),
         Mechanism("+prefix-router", BASELINE, {"prefix_cache": True, "router": "prefix-aware"}),
-        Mechanism("+admission", BASELINE, {"prefix_cache": True, "router": "prefix-aware", "admission": adm}),
-        Mechanism("seedance+all", "seedance", {"prefix_cache": True, "router": "prefix-aware", "admission": adm}),
-    ]
+        Mechanism("+prefix-router-0.1", BASELINE, router),
+        Mechanism("+admission", BASELINE, {**router, "admission": adm}),
+        Mechanism("seedance+all", "seedance", {**router, "admission": adm}),
+    ] + ([Mechanism("ceiling:perfect-cache", BASELINE, {"perfect_cache": True})] if exp.trace.prefix is not None
+         else [])
 
 
 def _capacity(exp: Experiment, batcher: str, options: dict[str, Any] | None, engine: dict[str, Any], *,
@@ -85,7 +99,7 @@ def compare_mechanisms(exp: Experiment, *, attainment: float = 0.99, tol: float 
                   "default_rate_scale": tuned.default.rate_scale, "tried": tuned.tried})
     opts = tuned.tuned_options
     rows: list[dict[str, Any]] = []
-    base_strict = base_att = 0.0
+    base_strict = base_att = base_ss = base_as = 0.0
     for m in mechanisms(exp):
         o = opts if m.batcher == BASELINE else None
         s0 = tuned.tuned.rate_scale or start
@@ -104,9 +118,12 @@ def compare_mechanisms(exp: Experiment, *, attainment: float = 0.99, tol: float 
         }
         if m.name == "tuned-chunked":
             base_strict, base_att = row["capacity_rps"], row["attainment_capacity_rps"]
+            base_ss, base_as = strict.rate_scale, att.rate_scale
         row["capacity_vs_tuned_chunked"] = round(row["capacity_rps"] / base_strict, 3) if base_strict else None
         row["attainment_capacity_vs_tuned_chunked"] = round(row["attainment_capacity_rps"] / base_att, 3) \
             if base_att else None
+        row["capacity_scale_vs_tuned_chunked"] = round(strict.rate_scale / base_ss, 3) if base_ss else None
+        row["attainment_capacity_scale_vs_tuned_chunked"] = round(att.rate_scale / base_as, 3) if base_as else None
         rows.append(row)
         if progress is not None:
             progress(row)

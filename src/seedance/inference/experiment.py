@@ -108,7 +108,8 @@ class Experiment:
                  router: str | None = None, audit: bool = False, prefix_cache: bool = False,
                  router_options: dict[str, Any] | None = None,
                  admission: Admission | None = None,
-                 disaggregate: Disaggregation | None = None) -> tuple[dict[str, Any], ServingRun]:
+                 disaggregate: Disaggregation | None = None,
+                 perfect_cache: bool = False) -> tuple[dict[str, Any], ServingRun]:
         """One run: the result row and the raw run (engine options as in :class:`ServingSimulator`)."""
         d = self.deployment
         sim = ServingSimulator(
@@ -116,11 +117,12 @@ class Experiment:
             options=options, replicas=d.replicas, router=router, history=self.history,
             ttft_ms=self.slo.ttft_ms, tpot_ms=self.slo.tpot_ms, audit=audit, prefix_cache=prefix_cache,
             router_options=router_options, admission=admission, disaggregate=disaggregate,
+            perfect_cache=perfect_cache,
         )
         run = sim.run()
         row = summarize(run, self.slo, self.class_slos)
         if prefix_cache:
-            row["prefix_cache"] = True
+            row["prefix_cache"] = "unbounded (ceiling)" if perfect_cache else True
         row["rate_scale"] = round(rate_scale, 6)
         row["router"] = sim.router.name
         if run.step_model_error is not None:

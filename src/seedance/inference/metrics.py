@@ -27,7 +27,7 @@ import numpy as np
 
 from seedance.core.errors import InputError
 from seedance.inference.profiles import predictor_error
-from seedance.inference.sim import DONE, DROPPED, REJECTED, ServingRun
+from seedance.inference.run import DONE, DROPPED, REJECTED, ServingRun
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,16 +40,35 @@ class PrefixStructure:
         sys_tokens: Tokens of that system prompt (0 when none); the prompt starts with them.
         session: Conversation id (-1: a one-off request).
         turn: Turn number within the session (0 first).
+        think_s: Closed-loop sessions: seconds the user takes after turn ``t-1``'s answer before
+            sending turn ``t`` (the engine sends turn ``t`` at the later of its trace arrival and
+            that answer's completion plus ``think_s``); ``None``: open loop (every request at its
+            trace arrival, whether or not the previous answer has ended).
     """
 
     sys_id: NDArray[np.int64]
     sys_tokens: NDArray[np.int64]
     session: NDArray[np.int64]
     turn: NDArray[np.int64]
+    think_s: NDArray[np.float64] | None = None
 
     def take(self, idx: NDArray[np.int64] | slice) -> PrefixStructure:
         """Rows ``idx``."""
-        return PrefixStructure(self.sys_id[idx], self.sys_tokens[idx], self.session[idx], self.turn[idx])
+        return PrefixStructure(self.sys_id[idx], self.sys_tokens[idx], self.session[idx], self.turn[idx],
+                               self.think_s[idx] if self.think_s is not None else None)
+
+    def previous_turn(self) -> NDArray[np.int64]:
+        """Per request, the index of its session's previous turn in these rows (-1: none here)."""
+        n = self.session.shape[0]
+        parent = np.full(n, -1, np.int64)
+        has = np.flatnonzero(self.session >= 0)
+        if has.size < 2:
+            return parent
+        order = has[np.lexsort((self.turn[has], self.session[has]))]
+        s, t = self.session[order], self.turn[order]
+        link = (s[1:] == s[:-1]) & (t[1:] == t[:-1] + 1)
+        parent[order[1:][link]] = order[:-1][link]
+        return parent
 
     @staticmethod
     def none(n: int) -> PrefixStructure:

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from seedance.inference.metrics import latencies
-from seedance.inference.sim import ServingRun
+from seedance.inference.run import ServingRun
 
 COLUMNS = ("policy", "goodput_rps", "completed_rps", "tokens_per_s", "ttft_ms_p50", "ttft_ms_p99", "tpot_ms_p50",
            "tpot_ms_p99", "peak_kv_mib", "preemptions", "dropped", "meets_slo", "capacity_rps")

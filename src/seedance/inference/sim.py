@@ -22,13 +22,12 @@ import heapq
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from seedance.core.errors import InputError
+from seedance.inference.audit import BlockAudit
 from seedance.inference.batchers.base import (
     Batcher,
     Plan,
@@ -39,72 +38,23 @@ from seedance.inference.batchers.base import (
     make_batcher,
 )
 from seedance.inference.disagg import Disaggregation
-from seedance.inference.memory import BlockAllocator, KVBudget
+from seedance.inference.memory import KVBudget
+from seedance.inference.memseries import mark, memory_series
 from seedance.inference.model import MIB, ModelShape
 from seedance.inference.perf import StepTimes
 from seedance.inference.prefix import PrefixCache, PrefixStructure
 from seedance.inference.profiles import DecodeLengthPredictor, kv_growth_feature
 from seedance.inference.routing import Admission, RouteQuery, Router, make_router
+from seedance.inference.run import DECODE, DONE, DROPPED, FUTURE, PREFILL, REJECTED, SENDING, WAITING, ServingRun
 from seedance.inference.trace import RequestTrace
+from seedance.inference.workloads import reusable_tokens
 from seedance.sim.engine import EventLoop
 
-FUTURE, WAITING, PREFILL, DECODE, DONE, DROPPED, REJECTED, SENDING = -1, 0, 1, 2, 3, 4, 5, 6
-_ARRIVAL, _WAKE, _SENT = 0, 1, 2
+__all__ = ["DECODE", "DONE", "DROPPED", "FUTURE", "PREFILL", "REJECTED", "SENDING", "WAITING", "ServingRun",
+           "ServingSimulator"]
+
+_ARRIVAL, _WAKE, _SENT, _SEND = 0, 1, 2, 3
 _IDLE, _ITER, _SPAN = 0, 1, 2
-
-
-@dataclass(slots=True)
-class ServingRun:
-    """Everything one simulation produced (per-request columns and the KV-memory series).
-
-    Attributes:
-        policy: Batcher name.
-        trace: Trace source.
-        arrival, prompt, output: The replayed requests (``output`` >= 1).
-        predicted: Output tokens predicted at arrival.
-        baseline_pred: The running mean of past outputs at arrival (the predictor's baseline).
-        first_token, finish: Times (s) of the first and last output token (NaN if none).
-        state: Final state per request (``DONE``, ``DROPPED``, or ``REJECTED`` by admission control).
-        preemptions: Preemptions per request.
-        mem_t, mem_mib: KV memory held over time (all replicas).
-        replica_peak_mib: Peak KV memory per replica.
-        iterations: Iterations simulated (a span of n decode steps counts n).
-        events: Events processed.
-        wall_s: Wall-clock seconds of the run.
-        pools: Replicas per pool.
-        kv_pool_mib: KV pool size per replica (MiB).
-        delta_seen: ``(min, max)`` of δ over the run (batchers that have one), else ``None``.
-        step_model_error: Out-of-sample error of the batchers' learnt step-time models, if any.
-        cached_tokens: Prefix-cache hit tokens per request at its first admission (-1: never
-            admitted); ``None`` without prefix caching.
-        reject_reason: Why each rejected request was rejected.
-        slo_class: SLO class per request, if the trace has classes.
-    """
-
-    policy: str
-    trace: str
-    arrival: NDArray[np.float64]
-    prompt: NDArray[np.int64]
-    output: NDArray[np.int64]
-    predicted: NDArray[np.float64]
-    baseline_pred: NDArray[np.float64]
-    first_token: NDArray[np.float64]
-    finish: NDArray[np.float64]
-    state: NDArray[np.int8]
-    preemptions: NDArray[np.int32]
-    mem_t: NDArray[np.float64]
-    mem_mib: NDArray[np.float64]
-    replica_peak_mib: list[float]
-    iterations: int
-    events: int
-    wall_s: float
-    pools: tuple[int, ...]
-    kv_pool_mib: float
-    delta_seen: tuple[float, float] | None = None
-    step_model_error: dict[str, float | int] | None = None
-    cached_tokens: NDArray[np.int64] | None = None
-    reject_reason: dict[int, str] = field(default_factory=dict)
-    slo_class: NDArray[np.int64] | None = None
 
 
 class _Replica:
@@ -167,13 +117,23 @@ class ServingSimulator:
         history: Requests completed before the trace (pool sizing, predictor warm start).
         predictor_prior: The predictor's answer before it has seen any completion.
         ttft_ms, tpot_ms: SLO targets shown to the batchers (``inf``: none).
-        audit: Mirror every block into a :class:`BlockAllocator` with ids and check it after each
-            event (slow; tests).
+        audit: Mirror every block into a :class:`~seedance.inference.memory.BlockAllocator` with ids
+            and check it after each event (:mod:`audit`; slow; tests).
         prefix_cache: Block-level prefix caching on every replica (:mod:`prefix`; iteration-level
             batchers only), driven by the trace's prefix structure.
         router_options: Options of the router.
         admission: Early admission control at the front end (``None``: admit everything).
         disaggregate: Separate prefill and decode pools (:mod:`disagg`); ``None``: co-located.
+        perfect_cache: The ceiling of prefix caching, not a mechanism: every request arrives with
+            the KV of its reusable prefix (:func:`~seedance.inference.workloads.reusable_tokens`:
+            full blocks of its conversation history or system prompt) already computed, on
+            whichever replica it lands, and keeps it through preemptions; those blocks still take
+            GPU memory. Excludes ``prefix_cache`` and ``disaggregate``.
+
+    Closed-loop sessions (the trace's prefix structure has ``think_s``): a follow-up turn is sent
+    at the later of its trace arrival and its previous turn's completion plus its think time; its
+    ``arrival`` in the run is that send time. A follow-up whose previous turn was dropped or
+    rejected is never sent (it ends dropped).
     """
 
     def __init__(
@@ -182,7 +142,7 @@ class ServingSimulator:
         history: RequestHistory | None = None, predictor_prior: float = 128.0,
         ttft_ms: float = math.inf, tpot_ms: float = math.inf, audit: bool = False, prefix_cache: bool = False,
         router_options: dict[str, Any] | None = None, admission: Admission | None = None,
-        disaggregate: Disaggregation | None = None,
+        disaggregate: Disaggregation | None = None, perfect_cache: bool = False,
     ) -> None:
         if replicas < 1:
             raise InputError(f"must be >= 1, got {replicas}", source="--replicas")
@@ -212,6 +172,10 @@ class ServingSimulator:
             self.pools = PoolPlan((math.inf,), (disaggregate.prefill, replicas - disaggregate.prefill))
         if sum(self.pools.replicas) != replicas:
             raise ValueError("pool plan does not cover the replicas")
+        if perfect_cache and (prefix_cache or disaggregate is not None):
+            raise InputError("the perfect-cache ceiling replaces prefix caching and co-located serving",
+                             source="--perfect-cache")
+        self._perfect = perfect_cache
         self.predictor = DecodeLengthPredictor(prior=predictor_prior)
         for p_, o_ in zip(hist.prompt.tolist(), hist.output.tolist(), strict=True):
             self.predictor.observe(p_, o_)
@@ -224,6 +188,8 @@ class ServingSimulator:
             computed=np.zeros(n, np.int64), first_token=np.full(n, np.nan),
             ready=np.zeros(n, np.int64) if disaggregate is not None else None,
         )
+        if perfect_cache:
+            self.book.ready = reusable_tokens(trace, budget.block_tokens)
         self.state = np.full(n, FUTURE, np.int8)
         self.finish = np.full(n, np.nan)
         self.preempt = np.zeros(n, np.int32)
@@ -236,6 +202,11 @@ class ServingSimulator:
         self.reason: dict[int, str] = {}  # rejected at the front end: why
         self._slo_class = trace.slo_class
         structure = trace.prefix if trace.prefix is not None else None
+        self._trace_arrival = self.book.arrival.copy()  # the trace's slots (book.arrival: send times)
+        closed = structure is not None and structure.think_s is not None
+        self._parent = structure.previous_turn() if closed and structure is not None else None
+        self._think = structure.think_s if closed and structure is not None else None
+        self._parked: dict[int, int] = {}  # unfinished previous turn -> its follow-up waiting for it
         use_cache = prefix_cache and not self.request_level
         self._kv_feature = kv_growth_feature(shape.kv_bytes_per_token)
         self._observe: list[tuple[float, int]] = []
@@ -265,9 +236,10 @@ class ServingSimulator:
                 self.replicas.append(replica)
                 members.append(r)
             self._pool_members.append(members)
-        self._alloc = [BlockAllocator(self._total) for _ in self.replicas] if audit else []
+        self._audit = BlockAudit(len(self.replicas), self._total) if audit else None
         self._query = RouteQuery()
-        handlers: list[Callable[[float, int], None]] = [self._on_arrival, self._on_wake, self._on_sent]
+        handlers: list[Callable[[float, int], None]] = [self._on_arrival, self._on_wake, self._on_sent,
+                                                         self._on_send]
         self.loop = EventLoop(handlers, arrival_kind=_ARRIVAL)
 
     # ------------------------------------------------------------------ run
@@ -287,7 +259,8 @@ class ServingSimulator:
         finally:
             if gc_was:
                 gc.enable()
-        mem_t, mem_v, peaks = self._memory_series(float(arr[0]) if len(arr) else 0.0)
+        mem_t, mem_v, peaks = memory_series([(r.mem_t, r.mem_v) for r in self.replicas],
+                                            float(arr[0]) if len(arr) else 0.0)
         left = (self.state != DONE) & (self.state != DROPPED) & (self.state != REJECTED)
         self.state[left] = DROPPED  # never served: a batcher kept them waiting to the end
         seen = (self._delta_lo, self._delta_hi) if self._delta_lo <= self._delta_hi else None
@@ -308,11 +281,44 @@ class ServingSimulator:
 
     # ------------------------------------------------------------- arrivals
     def _on_arrival(self, now: float, first: int) -> None:
-        arr = self.book.arrival
+        arr = self._trace_arrival
+        parent = self._parent
         i = first
         while i < len(arr) and arr[i] == now:
-            self._arrive(now, i)
+            if parent is None or parent[i] < 0:
+                self._arrive(now, i)
+            else:
+                self._follow_up(now, i, int(parent[i]))
             i += 1
+
+    def _follow_up(self, now: float, i: int, p: int) -> None:
+        """Closed loop: ``i``'s trace slot came; it is sent once turn ``p`` has answered and the
+        user has thought (the engine's knowledge of ``p``'s completion, never a batcher's)."""
+        assert self._think is not None
+        f = self.finish[p]
+        if not math.isnan(f):  # answered (request-level batchers know the time of their batch's end)
+            t = float(f) + float(self._think[i])
+            if t > now:
+                self.book.arrival[i] = t
+                self.loop.schedule(t, _SEND, i)
+            else:
+                self._arrive(now, i)
+        elif self.state[p] == DROPPED or self.state[p] == REJECTED:
+            self.state[i] = DROPPED  # the conversation ended without an answer
+        else:
+            self._parked[p] = i
+
+    def _answered(self, p: int) -> None:
+        """Turn ``p``'s completion time is known: send its parked follow-up after the think time."""
+        i = self._parked.pop(p, -1)
+        if i >= 0:
+            assert self._think is not None
+            t = max(float(self.finish[p]) + float(self._think[i]), self.loop.now)
+            self.book.arrival[i] = t
+            self.loop.schedule(t, _SEND, i)
+
+    def _on_send(self, now: float, i: int) -> None:
+        self._arrive(now, i)
 
     def _arrive(self, now: float, i: int) -> None:
         obs = self._observe
@@ -410,8 +416,8 @@ class ServingSimulator:
         elif busy == _ITER:
             self._finish_iteration(rep, now)
         self._next(rep, now)
-        if self.audit:
-            self._check(rep)
+        if self._audit is not None:
+            self._audit.check(self, rep)
 
     # -------------------------------------------------- block accounting
     def _dec_blocks(self, rep: _Replica, n: int) -> int:
@@ -447,6 +453,14 @@ class ServingSimulator:
         rep.sumq -= q
         rep.res[r] -= 1
 
+    def blocks_after(self, rep: _Replica, n: int) -> int:
+        """Blocks ``rep`` holds after its decoders take ``n`` more steps (the audit's view)."""
+        return self._blocks_after(rep, n)
+
+    def decoder_blocks(self, rep: _Replica, n: int) -> int:
+        """Blocks ``rep``'s decoders hold after ``n`` more steps (the audit's view)."""
+        return self._dec_blocks(rep, n)
+
     def _kv_mib(self, rep: _Replica, n: int) -> float:
         """KV MiB ``rep`` holds after ``n`` more decode steps (blocks, or the padded rectangle)."""
         if rep.pad_b:
@@ -462,7 +476,7 @@ class ServingSimulator:
             if not rep.pad_b:
                 rep.timer = None
                 rep.kv_start = rep.kv_end = 0.0
-                self._mark(rep, now)
+                mark(rep, now)
             return
         view.free_blocks = self._total - self._blocks_after(rep, 0)
         if rep.cache is not None:
@@ -489,7 +503,7 @@ class ServingSimulator:
             rep.kv_start = rep.kv_end = self._kv_mib(rep, 0)
             if plan.wake_at is not None:
                 self._schedule(rep, max(plan.wake_at, now))
-            self._mark(rep, now)
+            mark(rep, now)
 
     # -------------------------------------------------- prefill iterations
     def _start_iteration(self, rep: _Replica, now: float, plan: Plan) -> None:
@@ -539,8 +553,8 @@ class ServingSimulator:
                     self.held[i] = h
                     rep.held += h
                     need += blocks
-            if self.audit and not self.request_level:
-                self._audit_sync(rep)
+            if self._audit is not None and not self.request_level:
+                self._audit.sync(self, rep)
             if need > rep.view.free_blocks:
                 raise RuntimeError(f"batcher admitted {need} blocks with {rep.view.free_blocks} free")
         if self.request_level:
@@ -569,7 +583,7 @@ class ServingSimulator:
         rep.span_t0 = now
         rep.busy = _ITER
         self._schedule(rep, now + ms / 1000.0)
-        self._mark(rep, now)
+        mark(rep, now)
 
     def _finish_iteration(self, rep: _Replica, now: float) -> None:
         book = self.book
@@ -625,8 +639,8 @@ class ServingSimulator:
         if rep.cache is not None:
             rep.cache.release(i, now)
         self.hit[i] = 0
-        if self.audit:
-            self._alloc[rep.idx].free(int(i))
+        if self._audit is not None:
+            self._audit.free(rep.idx, i)
         book = self.book
         assert book.ready is not None
         book.ready[i] = book.prefill_len(i) - 1
@@ -670,7 +684,7 @@ class ServingSimulator:
         rep.kv_start = self._kv_mib(rep, 0)
         rep.busy = _SPAN
         self._set_span(rep, n)
-        self._mark(rep, now)
+        mark(rep, now)
 
     def _start_padded_span(self, rep: _Replica, now: float) -> None:
         """Decode a padded batch to its end; members finish at their own steps (streamed)."""
@@ -687,11 +701,13 @@ class ServingSimulator:
             self.finish[ids] = now + t_ms / 1000.0
             for i in ids.tolist():
                 heapq.heappush(self._observe, (float(self.finish[i]), i))
+                if self._parked:
+                    self._answered(i)
             n = max(f for f, _ in rep.heap) - rep.counter
         else:
             n = 0
         self._set_span(rep, n)
-        self._mark(rep, now)
+        mark(rep, now)
 
     def _set_span(self, rep: _Replica, n: int) -> None:
         rep.span_n = n
@@ -734,13 +750,15 @@ class ServingSimulator:
     def _done(self, rep: _Replica, i: int, now: float) -> None:
         self.state[i] = DONE
         self.finish[i] = now
+        if self._parked:
+            self._answered(i)
         if rep.cache is not None:
             rep.cache.publish(i, int(self.book.prompt[i] + self._gen[i]) - 1)
             rep.cache.release(i, now)
             self.hit[i] = 0
         heapq.heappush(self._observe, (now, i))
-        if self.audit:
-            self._alloc[rep.idx].free(int(i))
+        if self._audit is not None:
+            self._audit.free(rep.idx, i)
 
     # ------------------------------------------------------- preemption
     def _preempt(self, rep: _Replica, now: float, steps: int) -> None:
@@ -786,7 +804,7 @@ class ServingSimulator:
         else:
             raise RuntimeError(f"cannot preempt request {i} in state {st}")
         book.computed[i] = 0
-        if book.ready is not None:
+        if book.ready is not None and not self._perfect:
             book.ready[i] = 0  # recomputed where it is
         if rep.cache is not None:
             rep.cache.release(i, rep.view.now)
@@ -796,83 +814,5 @@ class ServingSimulator:
         rep.queue.insert(0, i)
         self.qtok[i] = book.prefill_len(i)
         rep.qtok += int(self.qtok[i])
-        if self.audit:
-            self._alloc[rep.idx].free(int(i))
-
-    # ----------------------------------------------------------- memory
-    @staticmethod
-    def _mark(rep: _Replica, now: float) -> None:
-        """``rep`` starts a new iteration, span or idle period at ``now`` with ``kv_start`` MiB."""
-        t, v = rep.mem_t, rep.mem_v
-        if t and t[-1] != now:  # it was idle since its last point: flat until now
-            t.append(now)
-            v.append(v[-1])
-        t.append(now)
-        v.append(rep.kv_start)
-
-    def _memory_series(self, t0: float) -> tuple[NDArray[np.float64], NDArray[np.float64], list[float]]:
-        """KV MiB of all replicas together over time, and each replica's peak.
-
-        Each replica's memory is linear between its points; where a replica has several points at
-        one time (a drop when requests finish), the total takes the first, so peaks are kept.
-        """
-        xs = np.unique(np.concatenate([np.asarray(r.mem_t) for r in self.replicas] + [np.array([t0])]))
-        total = np.zeros_like(xs)
-        peaks = []
-        for r in self.replicas:
-            tt, vv = np.asarray(r.mem_t), np.asarray(r.mem_v)
-            if tt.size == 0:
-                peaks.append(0.0)
-                continue
-            k = np.searchsorted(tt, xs, side="left")  # first point at or after x
-            kc = np.minimum(k, tt.size - 1)
-            k0 = np.maximum(k - 1, 0)
-            exact = tt[kc] == xs
-            span = tt[kc] - tt[k0]
-            w = np.divide(xs - tt[k0], span, out=np.zeros_like(xs), where=span > 0)
-            val = np.where(exact, vv[kc], vv[k0] + w * (vv[kc] - vv[k0]))
-            val = np.where((k == 0) & ~exact, 0.0, val)
-            val = np.where(k >= tt.size, vv[-1], val)
-            total += val
-            peaks.append(float(vv.max()))
-        return xs, total, peaks
-
-    # ------------------------------------------------------------ audit
-    def _audit_sync(self, rep: _Replica) -> None:
-        """Mirror ``rep``'s current block counts into its id allocator: every running request owns
-        its private blocks, the prefix cache (-1) its pinned ones; raises ``MemoryError`` when they
-        do not fit. Shrinks go first, so a request that gave blocks to the cache frees them before
-        another grows."""
-        alloc = self._alloc[rep.idx]
-        want: dict[int, int] = {int(i): -(-(rep.counter + int(self.kvbase[i])) // self._bs) - int(self.hit[i])
-                                for i in rep.decoding}
-        want.update({int(i): int(self.held[i]) for i in (*rep.prefilling, *rep.sending)})
-        if rep.cache is not None:
-            want[-1] = rep.cache.pinned
-        for seq in list(alloc.tables):
-            if want.get(seq, 0) < len(alloc.tables[seq]):
-                alloc.free(seq)
-        for seq, blocks in want.items():
-            alloc.ensure(seq, blocks)
-
-    def _check(self, rep: _Replica) -> None:
-        """Mirror ``rep``'s block counts into its id allocator and check both (``audit=True``)."""
-        if self._blocks_after(rep, 0) > self._total:
-            raise AssertionError(f"replica {rep.idx} holds more blocks than exist")
-        if self.request_level:
-            return  # one padded tensor per batch: no blocks to mirror
-        alloc = self._alloc[rep.idx]
-        self._audit_sync(rep)
-        counted = self._dec_blocks(rep, 0) + rep.held
-        if rep.cache is not None:
-            counted += rep.cache.pinned - rep.dec_hit
-            if rep.cache.unpinned > self._total - counted:
-                raise AssertionError(f"replica {rep.idx}: evictable cache blocks exceed the free pool")
-        for other in self._alloc:  # no request owns blocks on two replicas (e.g. both pools) at once
-            if other is not alloc:
-                both = [q for q in alloc.tables if q >= 0 and alloc.tables[q] and other.tables.get(q)]
-                if both:
-                    raise AssertionError(f"requests {both} hold KV blocks on two replicas")
-        if alloc.used != counted:
-            raise AssertionError(f"replica {rep.idx}: {alloc.used} blocks by id, {counted} by count")
-        alloc.check()
+        if self._audit is not None:
+            self._audit.free(rep.idx, i)

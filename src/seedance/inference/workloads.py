@@ -14,6 +14,18 @@ arrival, prompt and output tokens exactly as in the trace:
   ``t-1``'s prompt and answer: append-only). Otherwise it starts a conversation. ``p_follow`` is
   calibrated (a few passes) so that the achieved mean turns matches ``mean_turns`` as closely as
   the size constraint allows; :func:`structure_stats` reports what was achieved.
+
+  Sessions are *closed loop* by default (``closed_loop=True``): a user sends turn ``t`` only after
+  turn ``t-1``'s answer has arrived plus a think time, as real chat clients do and as the
+  multi-turn serving benchmarks model it (vLLM's ``benchmarks/multi_turn/benchmark_serving_multi_turn.py``:
+  each client awaits a turn's response, then sleeps an exponential interval before the next turn;
+  SGLang's ``benchmark/hicache/bench_multiturn.py``: a client's next round is sent after the
+  previous round's response). The think time of each follow-up is exponential with mean
+  ``think_s`` (the shape of vLLM's ``poisson_sleep``); the engine sends the follow-up at the later
+  of its trace arrival and the previous answer's completion plus that think time
+  (:class:`~seedance.inference.sim.ServingSimulator`). ``closed_loop=False`` keeps the open-loop
+  variant (every request at its trace arrival, even before its previous turn has been answered,
+  which a real user cannot do) for comparison.
 * :func:`system_prompts` — ``prompts`` shared system prompts with lengths log-uniform in
   ``[min_tokens, max_tokens]`` and Zipf(``zipf``) popularity; a request gets the prompt drawn for it
   when its prompt is longer than that system prompt (else it has none).
@@ -83,10 +95,13 @@ def _sessions(trace: RequestTrace, p_follow: float, min_gap_s: float, max_gap_s:
 
 
 def multi_turn(trace: RequestTrace, *, mean_turns: float = LMSYS_MEAN_TURNS, min_gap_s: float = 10.0,
-               max_gap_s: float = 600.0, seed: int = 0, passes: int = 4) -> RequestTrace:
+               max_gap_s: float = 600.0, seed: int = 0, passes: int = 4, closed_loop: bool = True,
+               think_s: float = 10.0) -> RequestTrace:
     """``trace`` with conversation structure (see the module note)."""
     if not mean_turns >= 1.0:
         raise InputError(f"must be >= 1, got {mean_turns}", source="--mean-turns")
+    if not (think_s >= 0 and np.isfinite(think_s)):
+        raise InputError(f"must be a finite number >= 0, got {think_s}", source="--think-s")
     if not 0 <= min_gap_s <= max_gap_s:
         raise InputError("need 0 <= min_gap_s <= max_gap_s", source="--min-gap-s")
     target_follow = 1.0 - 1.0 / mean_turns  # share of requests that are follow-up turns
@@ -99,8 +114,13 @@ def multi_turn(trace: RequestTrace, *, mean_turns: float = LMSYS_MEAN_TURNS, min
             break
         p = min(1.0, p * target_follow / got)
     n = len(trace)
-    st = PrefixStructure(np.full(n, -1, np.int64), np.zeros(n, np.int64), session, turn)
-    return RequestTrace(trace.arrival_s, trace.prompt, trace.output, f"{trace.source}+multi-turn",
+    think = None
+    if closed_loop:
+        draw = np.random.default_rng([seed, 1]).exponential(think_s, n) if think_s > 0 else np.zeros(n)
+        think = np.where(turn > 0, draw, 0.0)
+    st = PrefixStructure(np.full(n, -1, np.int64), np.zeros(n, np.int64), session, turn, think)
+    tag = "multi-turn" if closed_loop else "multi-turn-open-loop"
+    return RequestTrace(trace.arrival_s, trace.prompt, trace.output, f"{trace.source}+{tag}",
                         st, trace.slo_class)
 
 
@@ -117,7 +137,7 @@ def system_prompts(trace: RequestTrace, *, prompts: int = 8, min_tokens: int = 2
     n = len(trace)
     base = trace.prefix if trace.prefix is not None else PrefixStructure.none(n)
     st = PrefixStructure(np.where(fits, g, -1).astype(np.int64), np.where(fits, lengths[g], 0).astype(np.int64),
-                         base.session, base.turn)
+                         base.session, base.turn, base.think_s)
     return RequestTrace(trace.arrival_s, trace.prompt, trace.output, f"{trace.source}+system-prompts", st,
                         trace.slo_class)
 
@@ -130,24 +150,34 @@ def slo_classes(trace: RequestTrace, *, tight_share: float, seed: int = 0) -> Re
     return RequestTrace(trace.arrival_s, trace.prompt, trace.output, trace.source, trace.prefix, cls)
 
 
+def reusable_tokens(trace: RequestTrace, block_tokens: int = 16) -> np.ndarray:
+    """Per request, the prompt tokens an unbounded cache could serve: the full blocks of its
+    conversation history (the previous turn's prompt and answer) or of its system prompt, at most
+    ``prompt - 1`` (one token is always computed)."""
+    st = trace.prefix
+    n = len(trace)
+    reuse = np.zeros(n, np.int64)
+    if st is None or n == 0:
+        return reuse
+    parent = st.previous_turn()
+    f = np.flatnonzero(parent >= 0)
+    if f.size:
+        p = parent[f]
+        hist = np.minimum(trace.prompt[p] + trace.output[p] - 1, trace.prompt[f] - 1)
+        reuse[f] = hist // block_tokens * block_tokens
+    sys_r = (st.sys_tokens // block_tokens) * block_tokens
+    return np.maximum(reuse, np.minimum(sys_r, trace.prompt - 1))
+
+
 def structure_stats(trace: RequestTrace, block_tokens: int = 16) -> dict[str, float | int]:
     """What a structured trace holds: conversations, turns, and the prompt tokens an unbounded
-    cache could reuse (full blocks of each turn's history / system prompt)."""
+    cache could reuse (:func:`reusable_tokens`)."""
     st = trace.prefix
     n = len(trace)
     if st is None or n == 0:
         return {"requests": n, "reusable_token_share": 0.0}
-    reuse = np.zeros(n, np.int64)
+    reuse = reusable_tokens(trace, block_tokens)
     has_s = st.session >= 0
-    if has_s.any():
-        order = np.lexsort((st.turn, st.session))
-        s_o = st.session[order]
-        same = np.r_[False, s_o[1:] == s_o[:-1]]
-        hist = np.r_[0, (trace.prompt[order] + trace.output[order])[:-1] - 1]
-        r = np.where(same, np.minimum(hist, trace.prompt[order] - 1), 0)
-        reuse[order] = r // block_tokens * block_tokens
-    sys_r = (st.sys_tokens // block_tokens) * block_tokens
-    reuse = np.maximum(reuse, np.minimum(sys_r, trace.prompt - 1))
     sessions = int(np.unique(st.session[has_s]).size)
     return {
         "requests": n,
