@@ -12,6 +12,7 @@ from seedance.core.cluster import ClusterState
 from seedance.scheduling.fragmentation import FragModel
 from seedance.scheduling.tasktypes import TaskTypes
 from seedance.traces import load_pods
+from seedance.traces.paths import DEFAULT_PODS, data_file
 
 
 def model_for(state: ClusterState) -> FragModel:
@@ -59,3 +60,18 @@ def test_typical_pods_of_the_default_trace(alibaba: Path) -> None:
     assert int(types.count.sum()) / 8152 == pytest.approx(0.9526, abs=1e-4)
     assert types.freq.sum() == pytest.approx(1.0)
     assert list(types.count) == sorted(types.count, reverse=True)
+
+
+def test_fragmentation_of_a_state_is_the_same_bits_alone_or_in_any_batch() -> None:
+    """Count-weighted integer sums: no BLAS rounding, so a row never depends on its batch or the CPU."""
+    rng = np.random.default_rng(7)
+    st = ClusterState(make_cluster([(8000, 1, 8, "T4")] * 4))
+    pods = load_pods(data_file(DEFAULT_PODS))
+    fm = FragModel(TaskTypes.from_trace(pods), st)
+    free = rng.integers(0, 1001, size=(300, 8)).astype(np.int32)
+    cpu = rng.integers(0, 96001, size=300).astype(np.int64)
+    model = np.zeros(300, dtype=np.int16)
+    batch = fm.frag(cpu, free, model)
+    alone = np.array([fm.frag(cpu[i:i + 1], free[i:i + 1], model[i:i + 1])[0] for i in range(300)])
+    assert batch.tobytes() == alone.tobytes()
+    assert np.array_equal(fm.frag(cpu[::-1], free[::-1], model[::-1])[::-1], batch)

@@ -41,6 +41,11 @@ class FragModel:
         gpu = types.milli > 0
         self.f_total = float(f.sum())
         self.f_gpu = f[gpu]
+        # with the pod counts behind the frequencies, the weighted sum is exact integer arithmetic
+        # (count-weighted milli, divided once): the same on every CPU, where a float matmul rounds
+        # differently under different BLAS kernels and flips near-ties
+        self.c_gpu: NDArray[np.int64] | None = types.count[gpu].astype(np.int64) if freq is None else None
+        self.c_div = float(types.count.sum()) if freq is None else 1.0
         self.cpu_t = types.cpu[gpu]
         self.k_t = types.k[gpu]
         milli_t = types.milli[gpu]
@@ -64,6 +69,9 @@ class FragModel:
         cnt = ge.sum(axis=1)  # S, U
         below = np.where(ge, 0, free[:, :, None]).sum(axis=1)  # S, U: idle on GPUs too small
         ok = (cnt[:, self.u_idx] >= self.k_t) & (cpu[:, None] >= self.cpu_t) & self.access[model.astype(np.intp) + 1]
+        if self.c_gpu is not None:
+            usable_i = (free.sum(axis=1)[:, None] - below[:, self.u_idx]) * ok  # S, T (int64)
+            return total * self.f_total - (usable_i @ self.c_gpu) / self.c_div
         usable = (total[:, None] - below[:, self.u_idx]) * ok  # S, T
         return total * self.f_total - usable @ self.f_gpu
 
