@@ -97,6 +97,8 @@ class CandidateIndex:
             self._pos = end
             if 4 * log.size >= self._n:
                 self._update(np.arange(self._n, dtype=np.intp))
+            elif log.size == 1:
+                self._update(log.astype(np.intp))
             else:
                 self._update(np.unique(log).astype(np.intp, copy=False))
         return self._count
@@ -141,8 +143,12 @@ class CandidateIndex:
             vals[pos[~ok]] = _MIN
             if feas.size:
                 vals[self._pos_of[feas]] = self._fn(feas)
-            blocks = np.unique(pos // BLOCK) if todo.size < self._n else np.arange(self._bmax.size)
-            self._bmax[blocks] = vals.reshape(-1, BLOCK)[blocks].max(axis=1)
+            if todo.size == 1:
+                b0 = int(pos[0]) // BLOCK
+                self._bmax[b0] = vals[b0 * BLOCK : (b0 + 1) * BLOCK].max()
+            else:
+                blocks = np.unique(pos // BLOCK) if todo.size < self._n else np.arange(self._bmax.size)
+                self._bmax[blocks] = vals.reshape(-1, BLOCK)[blocks].max(axis=1)
         b = int(self._bmax.argmax())
         lo = b * BLOCK
         p = lo + int(self._vals[lo : lo + BLOCK].argmax())
@@ -164,9 +170,7 @@ class CandidateIndex:
 
     def _update(self, dirty: Nodes, *, first: bool = False) -> None:
         view, req = self._view, self._req
-        new = np.empty((len(self._filters), dirty.size), dtype=np.bool_)
-        for i, f in enumerate(self._filters):
-            new[i] = f.mask_of(view, req, dirty)
+        new = np.array([f.mask_of(view, req, dirty) for f in self._filters], dtype=np.bool_)
         if first:
             self._bits[:, dirty] = new
             self.passes[:] = new.sum(axis=1)
@@ -176,16 +180,25 @@ class CandidateIndex:
             self._count = int(nf.sum())
             return
         old = self._bits[:, dirty]
-        self.passes += new.sum(axis=1) - old.sum(axis=1)
         self._bits[:, dirty] = new
         nf = new.all(axis=0)
         of = self._feas[dirty]
-        self._feas[dirty] = nf
-        change = nf.astype(np.int64) - of.astype(np.int64)
-        moved = change != 0
-        if moved.any():
-            np.add.at(self._bcount, dirty[moved] // BLOCK, change[moved])
-            self._count += int(change.sum())
+        if dirty.size == 1:
+            if not np.array_equal(new, old):
+                self.passes += new[:, 0].astype(np.int64) - old[:, 0]
+            a, b = bool(nf[0]), bool(of[0])
+            if a != b:
+                self._feas[dirty] = nf
+                self._bcount[int(dirty[0]) // BLOCK] += 1 if a else -1
+                self._count += 1 if a else -1
+        else:
+            self.passes += new.sum(axis=1) - old.sum(axis=1)
+            self._feas[dirty] = nf
+            change = nf.astype(np.int64) - of.astype(np.int64)
+            moved = change != 0
+            if moved.any():
+                np.add.at(self._bcount, dirty[moved] // BLOCK, change[moved])
+                self._count += int(change.sum())
         if not self._pending_all:
             self._pending.append(dirty)
             self._pending_size += dirty.size
