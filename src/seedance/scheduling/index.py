@@ -174,14 +174,14 @@ class CandidateIndex:
         if first:
             self._bits[:, dirty] = new
             self.passes[:] = new.sum(axis=1)
-            nf = new.all(axis=0)
+            nf = np.asarray(new.all(axis=0), dtype=np.bool_)
             self._feas[dirty] = nf
             self._bcount[:] = self._feas.reshape(-1, BLOCK).sum(axis=1)
             self._count = int(nf.sum())
             return
         old = self._bits[:, dirty]
         self._bits[:, dirty] = new
-        nf = new.all(axis=0)
+        nf = np.asarray(new.all(axis=0), dtype=np.bool_)
         of = self._feas[dirty]
         if dirty.size == 1:
             if not np.array_equal(new, old):
