@@ -9,6 +9,9 @@ NOTE(seedance): the algorithm, once.
      permutation: the simulator draws it per seed, the control plane uses a stable order). The
      policy then picks the GPUs on that node.
   4. Bind: the driver applies the returned frozen ``Decision`` to its ``ClusterState``.
+  ``Scheduler.decide`` answers 1–3 from a per-request ``CandidateIndex`` when every filter and
+  the policy are indexable (``seedance.scheduling.index``): the same decision, at the cost of the
+  nodes changed since the last decision for that request; ``decide_scored`` is the scan.
   Policies only read the state. A policy may keep *learned* state, fed only through
   ``observe`` with pods that have already arrived, and memo tables keyed on node shapes; neither
   changes what a given snapshot decides.
