@@ -82,6 +82,10 @@ class FilterPlugin(ABC):
         """The mask at ``nodes`` only (indexable filters answer without touching other nodes)."""
         return self.mask(view, req)[nodes]
 
+    def ok_at(self, view: ClusterState, req: ResourceRequest, node: int) -> bool:
+        """The mask at one node (indexable filters answer from that node's scalars)."""
+        return bool(self.mask_of(view, req, np.array([node], dtype=np.intp))[0])
+
     def reason(self, req: ResourceRequest) -> str:
         """Why a node this filter rejects cannot host ``req`` (one short line)."""
         return f"rejected by {self.name}"
@@ -103,6 +107,9 @@ class Schedulable(FilterPlugin):
     def mask_of(self, view: ClusterState, req: ResourceRequest, nodes: Nodes) -> BoolA:
         return view.schedulable[nodes]
 
+    def ok_at(self, view: ClusterState, req: ResourceRequest, node: int) -> bool:
+        return bool(view.schedulable[node])
+
 
 class ResourcesFit(FilterPlugin):
     """Free CPU and memory cover the request (kube-scheduler's NodeResourcesFit)."""
@@ -118,6 +125,9 @@ class ResourcesFit(FilterPlugin):
 
     def mask_of(self, view: ClusterState, req: ResourceRequest, nodes: Nodes) -> BoolA:
         return (view.cpu_free[nodes] >= req.cpu_milli) & (view.mem_free[nodes] >= req.memory_mib)
+
+    def ok_at(self, view: ClusterState, req: ResourceRequest, node: int) -> bool:
+        return bool(view.cpu_free[node] >= req.cpu_milli and view.mem_free[node] >= req.memory_mib)
 
 
 class GpuModelMatch(FilterPlugin):
@@ -140,6 +150,9 @@ class GpuModelMatch(FilterPlugin):
             return np.ones(nodes.size, dtype=np.bool_)
         return view.model_mask(req.gpu_types)[nodes]
 
+    def ok_at(self, view: ClusterState, req: ResourceRequest, node: int) -> bool:
+        return req.num_gpu == 0 or bool(view.model_mask(req.gpu_types)[node])
+
 
 class GpuFit(FilterPlugin):
     """Enough GPU: one GPU with ``gpu_milli`` free for a share, ``num_gpu`` idle GPUs otherwise."""
@@ -159,6 +172,13 @@ class GpuFit(FilterPlugin):
         if req.is_sharing:
             return view.max_free[nodes] >= req.gpu_milli
         return view.n_full[nodes] >= req.num_gpu
+
+    def ok_at(self, view: ClusterState, req: ResourceRequest, node: int) -> bool:
+        if req.num_gpu == 0:
+            return True
+        if req.is_sharing:
+            return bool(view.max_free[node] >= req.gpu_milli)
+        return bool(view.n_full[node] >= req.num_gpu)
 
 
 DEFAULT_FILTERS: tuple[FilterPlugin, ...] = (Schedulable(), ResourcesFit(), GpuModelMatch(), GpuFit())

@@ -37,6 +37,8 @@ ScoreFn = Callable[[Nodes], Scores]
 #: Nodes (or rank positions) per block of the block counts and block maxima.
 BLOCK = 64
 _MIN = np.iinfo(np.int64).min
+#: Up to this many changes, a refresh updates node by node (scalar reads, no array passes).
+_FEW = 4
 
 
 class CandidateIndex:
@@ -97,8 +99,9 @@ class CandidateIndex:
             self._pos = end
             if 4 * log.size >= self._n:
                 self._update(np.arange(self._n, dtype=np.intp))
-            elif log.size == 1:
-                self._update(log.astype(np.intp))
+            elif log.size <= _FEW:
+                for n in sorted(set(log.tolist())):
+                    self._update_one(n)
             else:
                 self._update(np.unique(log).astype(np.intp, copy=False))
         return self._count
@@ -167,6 +170,27 @@ class CandidateIndex:
         self._vals[:] = _MIN
         self._bmax[:] = _MIN
         self._pending_all = True
+
+    def _update_one(self, n: int) -> None:
+        view, req, bits = self._view, self._req, self._bits
+        feasible = True
+        for i, f in enumerate(self._filters):
+            ok = f.ok_at(view, req, n)
+            if ok != bits[i, n]:
+                bits[i, n] = ok
+                self.passes[i] += 1 if ok else -1
+            feasible = feasible and ok
+        if feasible != self._feas[n]:
+            self._feas[n] = feasible
+            self._bcount[n // BLOCK] += 1 if feasible else -1
+            self._count += 1 if feasible else -1
+        if not self._pending_all:
+            self._pending.append(np.array([n], dtype=np.intp))
+            self._pending_size += 1
+            if 4 * self._pending_size >= self._n:
+                self._pending_all = True
+                self._pending = []
+                self._pending_size = 0
 
     def _update(self, dirty: Nodes, *, first: bool = False) -> None:
         view, req = self._view, self._req
