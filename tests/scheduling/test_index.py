@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.conftest import make_cluster
+from tests.sim.decisions import GOLDEN, POLICIES, default_inputs, inflation_digest, replay_digest, replay_slice
 
 from seedance.core.cluster import ClusterState
 from seedance.core.resources import ResourceRequest
@@ -79,7 +83,7 @@ def test_decide_equals_the_scan_through_binds_releases_and_cordons(
     for s in states:
         s.set_rank(rank)
         ctx = PolicyContext(seed=seed, task_types=_types())
-        scheds.append(Scheduler(make_policy(policy, ctx)))
+        scheds.append(Scheduler(make_policy(policy, ctx), index_min_nodes=0))
     live: list[list[object]] = [[], []]
     for r, action in steps:
         req = REQS[r]
@@ -105,3 +109,32 @@ def _types() -> TaskTypes:
     from tests.conftest import make_trace
 
     return TaskTypes.from_trace(make_trace([(r.cpu_milli, r.memory_mib, r.num_gpu, r.gpu_milli) for r in REQS]))
+
+
+def test_small_clusters_take_the_scan() -> None:
+    state = _state(6)
+    req = REQS[0]
+    sched = Scheduler(make_policy("best-fit"))
+    assert sched.decide(state, req) == sched.decide_scored(state, req)[0]
+    assert sched._indexes == {}  # below index_min_nodes: no index built
+    forced = Scheduler(make_policy("best-fit"), index_min_nodes=0)
+    assert forced.decide(state, req) == sched.decide_scored(state, req)[0] and len(forced._indexes) == 1
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_the_index_reproduces_the_golden_replay(monkeypatch: pytest.MonkeyPatch, policy: str) -> None:
+    """The decision-sequence goldens, with the index forced on at the default trace's size."""
+    monkeypatch.setattr(Scheduler, "INDEX_MIN_NODES", 0)
+    spec, trace = default_inputs()
+    gold = json.loads(GOLDEN.read_text())
+    assert replay_digest(spec, replay_slice(trace), policy, 42) == gold["replay"][f"{policy}/42"]
+
+
+@pytest.mark.bench  # 21 inflation runs: off the default suite
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("seed", [42, 43, 44])
+def test_the_index_reproduces_the_golden_inflation(monkeypatch: pytest.MonkeyPatch, policy: str, seed: int) -> None:
+    monkeypatch.setattr(Scheduler, "INDEX_MIN_NODES", 0)
+    spec, trace = default_inputs()
+    gold = json.loads(GOLDEN.read_text())
+    assert inflation_digest(spec, trace, policy, seed) == gold["inflation"][f"{policy}/{seed}"]
