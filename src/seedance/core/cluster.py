@@ -125,6 +125,8 @@ class ClusterState:
         self._class_counts: I32 = np.zeros((n, 2 + g), dtype=np.int32)
         self._schedulable: BoolA = np.ones(n, dtype=np.bool_)
         self._rank: I64 = np.arange(n, dtype=np.int64)
+        #: grows by one on every ``set_rank`` (indexes ordered by rank key on it)
+        self.rank_epoch = 0
         self.used_gpu_milli = 0
         self.capacity_gpu_milli = int(self.gpu_count.sum()) * MILLI_PER_GPU
         # shape registry: id -> (model, cpu_free, mem_free, free GPUs sorted descending)
@@ -272,6 +274,7 @@ class ClusterState:
         if arr.shape != (self.n_nodes,) or not np.array_equal(np.sort(arr), np.arange(self.n_nodes)):
             raise ValueError("rank must be a permutation of 0..n_nodes-1")
         self._rank[:] = arr
+        self.rank_epoch += 1
 
     def set_schedulable(self, node: int, schedulable: bool) -> None:
         """Cordon (``False``) or uncordon (``True``) a node."""

@@ -7,23 +7,28 @@ no GPU pod, 0 otherwise. CPU-only pods score 0. GPUs by best fit.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable
+
 import numpy as np
 
 from seedance.core.cluster import ClusterState
 from seedance.core.resources import ResourceRequest
-from seedance.scheduling.framework import PLACEMENT_POLICIES, Nodes, PlacementPolicy, Scores
+from seedance.scheduling.framework import PLACEMENT_POLICIES, LocalScorePolicy, Nodes, Scores
 
 
 @PLACEMENT_POLICIES.register("clustering", aliases=("gpu-clustering", "gpuclustering"))
-class GpuClustering(PlacementPolicy):
+class GpuClustering(LocalScorePolicy):
     """Same-kind GPU pods on the same nodes."""
 
     name = "clustering"
     summary = "co-locate GPU pods of the same kind (FGD paper baseline)"
 
-    def score(self, view: ClusterState, req: ResourceRequest, nodes: Nodes) -> Scores:
+    def score_key(self, req: ResourceRequest) -> Hashable:
+        return ("clustering", req.pod_class if req.num_gpu else 0)
+
+    def node_score_fn(self, view: ClusterState, req: ResourceRequest) -> Callable[[Nodes], Scores]:
         if req.num_gpu == 0:
-            return np.zeros(nodes.size, dtype=np.int64)
+            return _zeros
         cls = req.pod_class
         gpu_free, counts = view.gpu_free_total, view.class_counts
 
@@ -35,5 +40,8 @@ class GpuClustering(PlacementPolicy):
             bonus = np.where(mine & (n_tags == 1), 75, np.where(mine, 50, np.where(n_tags == 0, 25, 0)))
             return (base + bonus).astype(np.int64)
 
-        # the scores of every node, kept current where binds change nodes (the hot-path index)
-        return view.column_of(("clustering", cls), compute).take(nodes)
+        return compute
+
+
+def _zeros(idx: Nodes) -> Scores:
+    return np.zeros(idx.size, dtype=np.int64)

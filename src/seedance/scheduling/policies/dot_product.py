@@ -7,24 +7,29 @@ normalisers, as in the FGD paper's simulator); score ``int(100 * (1 - dot/2))``,
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable
+
 import numpy as np
 
 from seedance.core.cluster import ClusterState
 from seedance.core.resources import ResourceRequest
-from seedance.scheduling.framework import PLACEMENT_POLICIES, Nodes, PlacementPolicy, Scores
+from seedance.scheduling.framework import PLACEMENT_POLICIES, LocalScorePolicy, Nodes, Scores
 
 MAX_CPU = 128000.0
 MAX_GPU = 8000.0
 
 
 @PLACEMENT_POLICIES.register("dot-product", aliases=("dotprod", "tetris"))
-class DotProduct(PlacementPolicy):
+class DotProduct(LocalScorePolicy):
     """Prefers nodes whose free resources align least with the request."""
 
     name = "dot-product"
     summary = "Tetris dot product of free and requested CPU/GPU, smallest first (FGD paper baseline)"
 
-    def score(self, view: ClusterState, req: ResourceRequest, nodes: Nodes) -> Scores:
+    def score_key(self, req: ResourceRequest) -> Hashable:
+        return ("dot-product", req.cpu_milli, req.total_gpu_milli)
+
+    def node_score_fn(self, view: ClusterState, req: ResourceRequest) -> Callable[[Nodes], Scores]:
         cpu, gpu = req.cpu_milli, req.total_gpu_milli
         cpu_free, gpu_free = view.cpu_free, view.gpu_free_total
 
@@ -32,5 +37,4 @@ class DotProduct(PlacementPolicy):
             dot = cpu_free[idx] / MAX_CPU * (cpu / MAX_CPU) + gpu_free[idx] / MAX_GPU * (gpu / MAX_GPU)
             return np.trunc(100.0 * (1.0 - dot / 2.0)).astype(np.int64)
 
-        # the scores of every node, kept current where binds change nodes (the hot-path index)
-        return view.column_of(("dot-product", cpu, gpu), compute).take(nodes)
+        return compute

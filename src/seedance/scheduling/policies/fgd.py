@@ -10,6 +10,8 @@ Scores are memoised per (request, node shape), which changes no decision.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -18,8 +20,8 @@ from seedance.core.resources import MILLI_PER_GPU, ResourceRequest
 from seedance.scheduling.fragmentation import FragModel
 from seedance.scheduling.framework import (
     PLACEMENT_POLICIES,
+    LocalScorePolicy,
     Nodes,
-    PlacementPolicy,
     PolicyContext,
     Scores,
     best_fit_gpus,
@@ -56,17 +58,24 @@ class FragmentationScorer:
         key = (req.cpu_milli, req.num_gpu, req.gpu_milli)
         col = self._columns.get(key)
         if col is None:
-            state = self.model.state
-            memo = self._cache[key] = ShapeMemo(np.int16, -1)
-            shape_id = state.shape_id
-
-            def compute(idx: Nodes) -> Scores:
-                return memo.lookup(
-                    shape_id[idx], state.n_shapes, lambda todo: self._score_shapes(req, todo)
-                ).astype(np.int64)
-
-            col = self._columns[key] = NodeColumn(state, compute)
+            col = self._columns[key] = NodeColumn(self.model.state, self.score_fn(req))
         return col.take(nodes)
+
+    def score_fn(self, req: ResourceRequest) -> Callable[[Nodes], Scores]:
+        """``fn(nodes)``: the scores of ``nodes`` for ``req`` (through the per-request shape memo)."""
+        key = (req.cpu_milli, req.num_gpu, req.gpu_milli)
+        memo = self._cache.get(key)
+        if memo is None:
+            memo = self._cache[key] = ShapeMemo(np.int16, -1)
+        state = self.model.state
+        shape_id = state.shape_id
+
+        def compute(idx: Nodes) -> Scores:
+            return memo.lookup(shape_id[idx], state.n_shapes, lambda todo: self._score_shapes(req, todo)).astype(
+                np.int64
+            )
+
+        return compute
 
     def _score_shapes(self, req: ResourceRequest, sids: NDArray[np.int64]) -> NDArray[np.int64]:
         model, cpu, free = self.model.state.shapes()
@@ -109,7 +118,7 @@ class FragmentationScorer:
 
 
 @PLACEMENT_POLICIES.register("fgd")
-class Fgd(PlacementPolicy):
+class Fgd(LocalScorePolicy):
     """Fragmentation gradient descent over the given target workload."""
 
     name = "fgd"
@@ -131,6 +140,9 @@ class Fgd(PlacementPolicy):
 
     def score(self, view: ClusterState, req: ResourceRequest, nodes: Nodes) -> Scores:
         return self.scorer(view).node_scores(req, nodes)
+
+    def node_score_fn(self, view: ClusterState, req: ResourceRequest) -> Callable[[Nodes], Scores]:
+        return self.scorer(view).score_fn(req)
 
     def select_gpus(self, view: ClusterState, req: ResourceRequest, node: int) -> tuple[int, ...]:
         if req.is_sharing:

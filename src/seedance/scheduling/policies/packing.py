@@ -8,23 +8,28 @@ are idle the score is ``max(50 - u, 33)``; if all are already shared it is
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable
+
 import numpy as np
 
 from seedance.core.cluster import ClusterState
 from seedance.core.resources import MILLI_PER_GPU, ResourceRequest
-from seedance.scheduling.framework import PLACEMENT_POLICIES, Nodes, PlacementPolicy, Scores
+from seedance.scheduling.framework import PLACEMENT_POLICIES, LocalScorePolicy, Nodes, Scores
 
 
 @PLACEMENT_POLICIES.register("packing", aliases=("gpu-packing", "gpupacking"))
-class GpuPacking(PlacementPolicy):
+class GpuPacking(LocalScorePolicy):
     """Shared GPUs first, then partly used nodes, then the smallest idle node."""
 
     name = "packing"
     summary = "fill shared GPUs, then used nodes, then small idle nodes (FGD paper baseline)"
 
-    def score(self, view: ClusterState, req: ResourceRequest, nodes: Nodes) -> Scores:
+    def score_key(self, req: ResourceRequest) -> Hashable:
+        return ("packing", req.is_sharing, req.gpu_milli, req.num_gpu)
+
+    def node_score_fn(self, view: ClusterState, req: ResourceRequest) -> Callable[[Nodes], Scores]:
         if req.num_gpu == 0:
-            return np.zeros(nodes.size, dtype=np.int64)
+            return _zeros
         sharing, milli, k = req.is_sharing, req.gpu_milli, req.num_gpu
         n_full, count, free = view.n_full, view.gpu_count, view.gpu_free
 
@@ -40,5 +45,8 @@ class GpuPacking(PlacementPolicy):
                 busy = np.full(idx.size, max(50 - k, 33), dtype=np.int64)
             return np.where(idle, np.maximum(33 - full, full), busy).astype(np.int64)
 
-        # the scores of every node, kept current where binds change nodes (the hot-path index)
-        return view.column_of(("packing", sharing, milli, k), compute).take(nodes)
+        return compute
+
+
+def _zeros(idx: Nodes) -> Scores:
+    return np.zeros(idx.size, dtype=np.int64)

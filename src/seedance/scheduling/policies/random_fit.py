@@ -18,6 +18,7 @@ from seedance.scheduling.framework import (
     Scores,
     best_fit_gpus,
 )
+from seedance.scheduling.index import CandidateIndex
 
 
 @PLACEMENT_POLICIES.register("random", aliases=("random-fit",))
@@ -25,6 +26,7 @@ class RandomFit(PlacementPolicy):
     """One random feasible node scores 100, the rest 0."""
 
     name = "random"
+    indexable = True
     summary = "uniformly random feasible node (FGD paper baseline)"
 
     def __init__(self, ctx: PolicyContext) -> None:
@@ -35,6 +37,10 @@ class RandomFit(PlacementPolicy):
         out = np.zeros(nodes.size, dtype=np.int64)
         out[self._rng.integers(nodes.size)] = 100
         return out
+
+    def pick(self, view: ClusterState, req: ResourceRequest, index: CandidateIndex) -> tuple[int, int]:
+        # the same draw as ``score``: the j-th feasible node in node order
+        return index.nth_feasible(int(self._rng.integers(index.count))), 100
 
     def select_gpus(self, view: ClusterState, req: ResourceRequest, node: int) -> tuple[int, ...]:
         if req.is_sharing:

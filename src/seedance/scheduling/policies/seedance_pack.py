@@ -19,6 +19,7 @@ refreshed.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Literal
 
 import numpy as np
@@ -29,8 +30,8 @@ from seedance.core.cluster import ClusterState, NodeColumn
 from seedance.core.resources import MILLI_PER_GPU, ResourceRequest
 from seedance.scheduling.framework import (
     PLACEMENT_POLICIES,
+    LocalScorePolicy,
     Nodes,
-    PlacementPolicy,
     PolicyContext,
     Scores,
     best_fit_gpus,
@@ -200,7 +201,7 @@ class SeedanceOptions(BaseModel):
 
 
 @PLACEMENT_POLICIES.register("seedance")
-class SeedancePacker(PlacementPolicy):
+class SeedancePacker(LocalScorePolicy):
     """Online-learned, CPU- and memory-aware fragmentation packer."""
 
     name = "seedance"
@@ -224,6 +225,7 @@ class SeedancePacker(PlacementPolicy):
         self.mix = OnlineMix(coverage=float(opts.get("coverage", 1.0)))  # type: ignore[arg-type]
         self._next_refresh = 32
         self._model: CopiesFragModel | None = None
+        self._generation = 0  # models built so far (the epoch of every node's scores)
         self._cache: dict[ReqKey, ShapeMemo] = {}
         self._columns: dict[ReqKey, NodeColumn] = {}
 
@@ -247,6 +249,7 @@ class SeedancePacker(PlacementPolicy):
                 gap_loss=self.gap_loss,
                 gap_share_min=self.gap_share_min,
             )
+            self._generation += 1
             self._cache = {}
             self._columns = {}
         return self._model
@@ -292,6 +295,13 @@ class SeedancePacker(PlacementPolicy):
             # the scores of every node, kept current where binds change nodes (the hot-path index)
             col = self._columns[key] = NodeColumn(view, lambda idx: self.node_scores(view, req, idx))
         return col.take(nodes)
+
+    def score_epoch(self, view: ClusterState) -> object:
+        self.model(view)  # where ``score`` would refresh the model, the index does too
+        return self._generation
+
+    def node_score_fn(self, view: ClusterState, req: ResourceRequest) -> Callable[[Nodes], Scores]:
+        return lambda idx: self.node_scores(view, req, idx)
 
     def node_scores(self, view: ClusterState, req: ResourceRequest, nodes: Nodes) -> Scores:
         """The scores of ``nodes`` for ``req`` computed afresh (``score`` keeps them per request)."""

@@ -1,0 +1,232 @@
+"""The scheduler's candidate index: per request, which nodes pass the filters and which one wins.
+
+NOTE(seedance): what the index keeps, per (cluster state, request), and why it decides alike.
+  * Per filter, the node mask and how many nodes pass; the feasible mask (all filters), its count
+    and its count per block of ``BLOCK`` nodes in node order. Only *indexable* filters are used:
+    a filter whose answer for a node changes only when that node appears in the state's change
+    log (the default filters: cordon, CPU/memory fit, GPU model, GPU fit).
+  * Per node, its score for the request, stored at the node's *rank* position, with the maximum
+    per block of positions. The winner is the first position of the first block holding the
+    maximum: the highest score, ties to the lowest rank, exactly the scan's choice.
+  * A read recomputes only the nodes changed since the previous read of this request (the change
+    log); scores are computed only for feasible nodes and only when the policy scores (two or
+    more feasible nodes), so a policy is called at the same points, with the same state, as by
+    the scan. A policy whose scores depend on more than the node (a refreshed learned model)
+    names an *epoch*; a new epoch rescores every feasible node.
+  Cost per decision: the changed nodes plus ``n / BLOCK`` block entries, not the cluster's size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+from numpy.typing import NDArray
+
+from seedance.core.cluster import ClusterState
+from seedance.core.resources import ResourceRequest
+
+if TYPE_CHECKING:
+    from seedance.scheduling.framework import FilterPlugin
+
+Nodes = NDArray[np.intp]
+Scores = NDArray[np.int64]
+ScoreFn = Callable[[Nodes], Scores]
+
+#: Nodes (or rank positions) per block of the block counts and block maxima.
+BLOCK = 64
+_MIN = np.iinfo(np.int64).min
+#: Up to this many changes, a refresh updates node by node (scalar reads, no array passes).
+_FEW = 4
+
+
+class CandidateIndex:
+    """The feasible nodes of one request on one state, and the best of them (see module notes).
+
+    Args:
+        view: The cluster state.
+        req: The request.
+        filters: Indexable filter plugins (``FilterPlugin.indexable``).
+    """
+
+    __slots__ = (
+        "_bcount", "_bits", "_bmax", "_count", "_epoch", "_feas", "_filters", "_fn", "_n", "_node_at",
+        "_pending", "_pending_all", "_pending_size", "_pos", "_pos_of", "_rank_epoch", "_req", "_vals",
+        "_view", "passes",
+    )
+
+    def __init__(self, view: ClusterState, req: ResourceRequest, filters: Sequence[FilterPlugin]) -> None:
+        n = view.n_nodes
+        nb = max(1, -(-n // BLOCK))
+        self._view = view
+        self._req = req
+        self._filters = tuple(filters)
+        self._n = n
+        self._feas: NDArray[np.bool_] = np.zeros(nb * BLOCK, dtype=np.bool_)
+        self._bits: NDArray[np.bool_] = np.zeros((len(self._filters), n), dtype=np.bool_)
+        self._bcount: NDArray[np.int64] = np.zeros(nb, dtype=np.int64)
+        self._vals: Scores = np.full(nb * BLOCK, _MIN, dtype=np.int64)
+        self._bmax: Scores = np.full(nb, _MIN, dtype=np.int64)
+        self._fn: ScoreFn | None = None
+        self._epoch: object = None
+        self._pending: list[Nodes] = []
+        self._pending_size = 0
+        self._pending_all = True
+        self._count = 0
+        self.passes: NDArray[np.int64] = np.zeros(len(self._filters), dtype=np.int64)
+        self._pos = view.change_count
+        self._rank_epoch = -1
+        self._pos_of: NDArray[np.int64] = np.zeros(n, dtype=np.int64)
+        self._node_at: NDArray[np.int64] = np.zeros(n, dtype=np.int64)
+        self._set_rank()
+        self._update(np.arange(n, dtype=np.intp), first=True)
+
+    # ------------------------------------------------------------------ reads
+    @property
+    def count(self) -> int:
+        """Number of feasible nodes (as of the last :meth:`refresh`)."""
+        return self._count
+
+    def refresh(self) -> int:
+        """Bring the feasible mask up to date with the state; returns the number of feasible nodes."""
+        view = self._view
+        if self._rank_epoch != view.rank_epoch:
+            self._set_rank()
+        end = view.change_count
+        if self._pos < end:
+            log = view.change_log(self._pos)
+            self._pos = end
+            if 4 * log.size >= self._n:
+                self._update(np.arange(self._n, dtype=np.intp))
+            elif log.size <= _FEW:
+                for n in sorted(set(log.tolist())):
+                    self._update_one(n)
+            else:
+                self._update(np.unique(log).astype(np.intp, copy=False))
+        return self._count
+
+    def nth_feasible(self, j: int) -> int:
+        """The ``j``-th feasible node in node order (``0 <= j < count``)."""
+        cs = np.cumsum(self._bcount)
+        b = int(np.searchsorted(cs, j, side="right"))
+        before = int(cs[b - 1]) if b else 0
+        lo = b * BLOCK
+        return lo + int(np.flatnonzero(self._feas[lo : lo + BLOCK])[j - before])
+
+    def feasible_nodes(self) -> Nodes:
+        """Every feasible node, in node order."""
+        return np.flatnonzero(self._feas[: self._n])
+
+    def best(self, epoch: object, score_fn: Callable[[], ScoreFn]) -> tuple[int, int]:
+        """The feasible node with the highest score (ties: lowest rank) and its score.
+
+        ``score_fn()`` gives the policy's node-local score function (asked once per index);
+        ``epoch`` changes when the policy's scores change for reasons other than nodes changing.
+        """
+        if self._fn is None:
+            self._fn = score_fn()
+        if epoch != self._epoch:
+            self._epoch = epoch
+            self._pending_all = True
+        if self._pending_all:
+            todo: Nodes = np.arange(self._n, dtype=np.intp)
+        elif self._pending:
+            todo = self._pending[0] if len(self._pending) == 1 else np.unique(np.concatenate(self._pending))
+        else:
+            todo = np.zeros(0, dtype=np.intp)
+        self._pending = []
+        self._pending_size = 0
+        self._pending_all = False
+        if todo.size:
+            ok = self._feas[todo]
+            feas = todo[ok]
+            pos = self._pos_of[todo]
+            vals = self._vals
+            vals[pos[~ok]] = _MIN
+            if feas.size:
+                vals[self._pos_of[feas]] = self._fn(feas)
+            if todo.size == 1:
+                b0 = int(pos[0]) // BLOCK
+                self._bmax[b0] = vals[b0 * BLOCK : (b0 + 1) * BLOCK].max()
+            else:
+                blocks = np.unique(pos // BLOCK) if todo.size < self._n else np.arange(self._bmax.size)
+                self._bmax[blocks] = vals.reshape(-1, BLOCK)[blocks].max(axis=1)
+        b = int(self._bmax.argmax())
+        lo = b * BLOCK
+        p = lo + int(self._vals[lo : lo + BLOCK].argmax())
+        return int(self._node_at[p]), int(self._vals[p])
+
+    def rejections(self) -> dict[str, int]:
+        """How many nodes each filter rejects on its own (the scan's ``Scheduler.rejections``)."""
+        return {f.name: self._n - int(c) for f, c in zip(self._filters, self.passes.tolist(), strict=True)}
+
+    # ------------------------------------------------------------------ internals
+    def _set_rank(self) -> None:
+        view = self._view
+        self._rank_epoch = view.rank_epoch
+        self._pos_of = view.rank.astype(np.int64, copy=True)
+        self._node_at = np.argsort(self._pos_of).astype(np.int64)
+        self._vals[:] = _MIN
+        self._bmax[:] = _MIN
+        self._pending_all = True
+
+    def _update_one(self, n: int) -> None:
+        view, req, bits = self._view, self._req, self._bits
+        feasible = True
+        for i, f in enumerate(self._filters):
+            ok = f.ok_at(view, req, n)
+            if ok != bits[i, n]:
+                bits[i, n] = ok
+                self.passes[i] += 1 if ok else -1
+            feasible = feasible and ok
+        if feasible != self._feas[n]:
+            self._feas[n] = feasible
+            self._bcount[n // BLOCK] += 1 if feasible else -1
+            self._count += 1 if feasible else -1
+        if not self._pending_all:
+            self._pending.append(np.array([n], dtype=np.intp))
+            self._pending_size += 1
+            if 4 * self._pending_size >= self._n:
+                self._pending_all = True
+                self._pending = []
+                self._pending_size = 0
+
+    def _update(self, dirty: Nodes, *, first: bool = False) -> None:
+        view, req = self._view, self._req
+        new = np.array([f.mask_of(view, req, dirty) for f in self._filters], dtype=np.bool_)
+        if first:
+            self._bits[:, dirty] = new
+            self.passes[:] = new.sum(axis=1)
+            nf = np.asarray(new.all(axis=0), dtype=np.bool_)
+            self._feas[dirty] = nf
+            self._bcount[:] = self._feas.reshape(-1, BLOCK).sum(axis=1)
+            self._count = int(nf.sum())
+            return
+        old = self._bits[:, dirty]
+        self._bits[:, dirty] = new
+        nf = np.asarray(new.all(axis=0), dtype=np.bool_)
+        of = self._feas[dirty]
+        if dirty.size == 1:
+            if not np.array_equal(new, old):
+                self.passes += new[:, 0].astype(np.int64) - old[:, 0]
+            a, b = bool(nf[0]), bool(of[0])
+            if a != b:
+                self._feas[dirty] = nf
+                self._bcount[int(dirty[0]) // BLOCK] += 1 if a else -1
+                self._count += 1 if a else -1
+        else:
+            self.passes += new.sum(axis=1) - old.sum(axis=1)
+            self._feas[dirty] = nf
+            change = nf.astype(np.int64) - of.astype(np.int64)
+            moved = change != 0
+            if moved.any():
+                np.add.at(self._bcount, dirty[moved] // BLOCK, change[moved])
+                self._count += int(change.sum())
+        if not self._pending_all:
+            self._pending.append(dirty)
+            self._pending_size += dirty.size
+            if 4 * self._pending_size >= self._n:
+                self._pending_all = True
+                self._pending = []
+                self._pending_size = 0
