@@ -75,6 +75,31 @@ def simulate(pods: Sequence[Path], policies: str, seeds: str, out: Path, executo
     return time.perf_counter() - t0
 
 
+def pair(pods: Sequence[Path], policies: str, args: argparse.Namespace, tag: str, ray_first: bool) -> dict[str, Any]:
+    """The sweep of ``pods`` with both executors (in that order); its figures."""
+    local_out, ray_out = args.work / f"{tag}-local.json", args.work / f"{tag}-ray.json"
+    walls: dict[str, float] = {}
+    for name in ("ray", "local") if ray_first else ("local", "ray"):
+        if name == "local":
+            walls[name] = simulate(pods, policies, args.seeds, local_out, "local", args.workers)
+            continue
+        with held(args.ray_lock) as waited, local_ray_cluster(args.nodes) as address:
+            walls[name] = simulate(pods, policies, args.seeds, ray_out, f"ray={address}", args.workers)
+    local = json.loads(local_out.read_text())
+    remote = json.loads(ray_out.read_text())
+    diff = first_difference(local, remote)
+    return {
+        "traces": [p.stem.removeprefix("openb_pod_list_") for p in pods], "first": "ray" if ray_first else "local",
+        "runs": len(local["results"]), "runs_ray": len(remote["results"]),
+        "local_wall_s": round(walls["local"], 1), "ray_wall_s": round(walls["ray"], 1),
+        "ray_lock_wait_s": round(waited, 1),
+        "sum_run_wall_s_local": round(sum(r["wall_s"] for r in local["results"]), 1),
+        "sum_run_wall_s_ray": round(sum(r["wall_s"] for r in remote["results"]), 1),
+        "load_avg_end": [round(x, 2) for x in os.getloadavg()],
+        "identical": diff is None, "first_difference": diff,
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--traces", default=",".join(FGD_TRACES), help="pod lists openb_pod_list_NAME.csv")
@@ -82,46 +107,45 @@ def main() -> None:
     ap.add_argument("--seeds", default="42-44")
     ap.add_argument("--workers", type=int, default=3, help="local executor's processes (the Ray cluster: 3 CPUs)")
     ap.add_argument("--nodes", type=int, default=3, help="raylets of the local Ray cluster (1 CPU each)")
+    ap.add_argument("--per-trace", action="store_true",
+                    help="one pair of sweeps per trace (alternating which executor goes first), figures "
+                         "written after each: partial figures survive a run stopped early")
     ap.add_argument("--ray-lock", type=Path, default=None, help="flock this file while the Ray cluster is up")
-    ap.add_argument("--keep", type=Path, default=None, help="keep both results files in this folder")
+    ap.add_argument("--keep", type=Path, default=None, help="keep the results files in this folder")
     ap.add_argument("--out", type=Path, default=None, help="also write the figures as JSON here")
     args = ap.parse_args()
     policies = args.policies or ",".join(PLACEMENT_POLICIES.names())
     folder = data_file(DEFAULT_NODES).parent
     pods = [folder / f"openb_pod_list_{t}.csv" for t in args.traces.split(",") if t]
-    work = args.keep or Path(tempfile.mkdtemp(prefix="sdbench-"))
-    work.mkdir(parents=True, exist_ok=True)
-    load_start = os.getloadavg()
-    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-
-    local_s = simulate(pods, policies, args.seeds, work / "local.json", "local", args.workers)
-    with held(args.ray_lock) as waited, local_ray_cluster(args.nodes) as address:
-        ray_s = simulate(pods, policies, args.seeds, work / "ray.json", f"ray={address}", args.workers)
-
-    local = json.loads((work / "local.json").read_text())
-    remote = json.loads((work / "ray.json").read_text())
-    diff = first_difference(local, remote)
+    args.work = args.keep or Path(tempfile.mkdtemp(prefix="sdbench-"))
+    args.work.mkdir(parents=True, exist_ok=True)
+    chunks = [[p] for p in pods] if args.per_trace else [pods]
     figures: dict[str, Any] = {
-        "started_utc": started,
+        "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "traces": len(pods), "policies": policies.split(","), "seeds": args.seeds,
-        "runs": len(local["results"]), "runs_ray": len(remote["results"]),
         "local_workers": args.workers, "ray_nodes": args.nodes, "ray_cpus": args.nodes,
-        "cpu_count": os.cpu_count(),
-        "local_wall_s": round(local_s, 1), "ray_wall_s": round(ray_s, 1), "ray_over_local": round(ray_s / local_s, 3),
-        "ray_lock_wait_s": round(waited, 1),
-        "sum_run_wall_s_local": round(sum(r["wall_s"] for r in local["results"]), 1),
-        "sum_run_wall_s_ray": round(sum(r["wall_s"] for r in remote["results"]), 1),
-        "load_avg_start": [round(x, 2) for x in load_start],
-        "load_avg_end": [round(x, 2) for x in os.getloadavg()],
+        "cpu_count": os.cpu_count(), "per_trace": args.per_trace,
         "excluded_fields": [f"{k}[].{f}" for k, f in TIMING_FIELDS],
-        "identical": diff is None,
-        "first_difference": diff,
+        "load_avg_start": [round(x, 2) for x in os.getloadavg()],
+        "complete": False, "chunks": [],
     }
-    text = json.dumps(figures, indent=2)
-    print(text)
-    if args.out:
-        args.out.write_text(text + "\n", encoding="utf-8")
-    if diff is not None:
+    for i, chunk in enumerate(chunks):
+        figures["chunks"].append(pair(chunk, policies, args, f"{i:02d}", ray_first=i % 2 == 1))
+        done = figures["chunks"]
+        local_s, ray_s = sum(c["local_wall_s"] for c in done), sum(c["ray_wall_s"] for c in done)
+        diffs = [c["first_difference"] for c in done if c["first_difference"] is not None]
+        figures.update({
+            "complete": len(done) == len(chunks), "traces_done": sum(len(c["traces"]) for c in done),
+            "runs": sum(c["runs"] for c in done), "runs_ray": sum(c["runs_ray"] for c in done),
+            "local_wall_s": round(local_s, 1), "ray_wall_s": round(ray_s, 1),
+            "ray_over_local": round(ray_s / local_s, 3),
+            "load_avg_end": [round(x, 2) for x in os.getloadavg()],
+            "identical": not diffs, "first_difference": diffs[0] if diffs else None,
+        })
+        if args.out:
+            args.out.write_text(json.dumps(figures, indent=2) + "\n", encoding="utf-8")
+    print(json.dumps({k: v for k, v in figures.items() if k != "chunks"} if args.per_trace else figures, indent=2))
+    if not figures["identical"]:
         sys.exit(1)
 
 
