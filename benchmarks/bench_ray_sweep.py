@@ -21,6 +21,10 @@ identical yes/no and, if not, the first differing record.
     .venv/bin/python benchmarks/bench_ray_sweep.py --traces default,cpu050 --policies fgd,random --seeds 42
 
 ``--ray-lock PATH`` holds ``flock`` on PATH while the Ray cluster is up (not during the local sweep).
+``--per-trace`` runs one pair of sweeps per trace instead (21 runs each; the executor that goes first
+alternates, the Ray cluster is started for each Ray sweep and the lock released between), writing
+the figures after each trace: on a machine too busy to finish the whole sweep, what completed is
+kept. Its wall times are sums over the traces, each with one CLI start (a few seconds).
 """
 
 from __future__ import annotations
