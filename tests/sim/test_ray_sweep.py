@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from tests.sim.ray_sweeps import local_ray_cluster, timeless
 
 from seedance.cli.main import main
 from seedance.sim.executors import LocalExecutor, RayExecutor, make_executor
@@ -34,35 +33,8 @@ pytestmark = pytest.mark.timeout(600)
 @pytest.fixture(scope="module")
 def ray_address() -> Iterator[str]:
     """Three raylets of one CPU each (no driver connected: the CLI joins by address)."""
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
-    from ray.cluster_utils import Cluster
-
-    temp = Path(tempfile.mkdtemp(prefix="sdsweep-", dir="/tmp"))  # short: Ray's socket paths must fit
-    default_root = Path(tempfile.gettempdir()) / "ray"
-    made_root = not default_root.exists()
-    default_root.mkdir(exist_ok=True)
-    common = {"node_ip_address": "127.0.0.1", "object_store_memory": 80 * 2**20, "num_cpus": 1,
-              "temp_dir": str(temp)}
-    cluster = None
-    try:
-        cluster = Cluster(initialize_head=True, head_node_args={
-            **common, "include_dashboard": False,
-            "_system_config": {"health_check_period_ms": 500, "health_check_failure_threshold": 3,
-                               "health_check_initial_delay_ms": 0},
-        })
-        cluster.add_node(**common)
-        cluster.add_node(**common)
-        cluster.wait_for_nodes()
-        yield str(cluster.address)
-    finally:
-        if cluster is not None:
-            cluster.shutdown()
-        shutil.rmtree(temp, ignore_errors=True)
-        if made_root:
-            shutil.rmtree(default_root, ignore_errors=True)
-        else:
-            (default_root / "ray_current_cluster").unlink(missing_ok=True)
+    with local_ray_cluster(3) as address:
+        yield address
 
 
 @pytest.fixture(scope="module")
@@ -83,20 +55,12 @@ def sliced(alibaba: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Pat
     return nodes, pods
 
 
-def _timeless(payload: dict[str, Any]) -> dict[str, Any]:
-    for r in payload["results"]:
-        r.pop("wall_s")
-    for r in payload.get("summary", []):
-        r.pop("wall_s_mean", None)
-    return payload
-
-
 def _simulate(tmp_path: Path, nodes: Path, pods: list[Path], tag: str, *extra: str) -> dict[str, Any]:
     out = tmp_path / f"{tag}.json"
     args = ["simulate", "--nodes", str(nodes), *(a for p in pods for a in ("--pods", str(p))),
             "--policy", POLICIES, "--seeds", "42-44", "-o", "json", "--out", str(out), *extra]
     assert main(args) == 0
-    return _timeless(json.loads(out.read_text()))
+    return timeless(json.loads(out.read_text()))
 
 
 def test_ray_sweep_gives_the_local_json(
