@@ -17,6 +17,16 @@ from seedance.control.schemas import Role
 TOKEN_PREFIX = "sdt_"
 
 
+def bearer_token(header: str) -> str | None:
+    """The token of an ``Authorization`` header value (``None`` unless it is ``Bearer <token>``).
+
+    >>> bearer_token("Bearer sdt_x "), bearer_token("Basic abc"), bearer_token("Bearer ")
+    ('sdt_x', None, None)
+    """
+    scheme, _, value = header.partition(" ")
+    return (value.strip() or None) if scheme.lower() == "bearer" else None
+
+
 def new_token_value() -> str:
     """A fresh random token value."""
     return TOKEN_PREFIX + secrets.token_urlsafe(32)

@@ -24,6 +24,7 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from seedance.control.schemas import JobCreate
+from seedance.control.security import bearer_token
 from seedance.control.service import ControlService
 
 PATH = "/api/v1/jobs"
@@ -56,7 +57,7 @@ class SubmitFastPath:
                 token = v
             elif k == b"content-type":
                 content_type = v
-        me = svc.cached_principal(_bearer(token)) if token is not None else None
+        me = svc.cached_principal(bearer_token(token.decode("latin-1"))) if token is not None else None
         if me is None or content_type is None or content_type.split(b";")[0].strip().lower() != b"application/json":
             await self.app(scope, receive, send)
             return
@@ -89,11 +90,6 @@ class SubmitFastPath:
             if cls in handlers:
                 return handlers[cls]
         return None
-
-
-def _bearer(header: bytes) -> str | None:
-    scheme, _, value = header.decode("latin-1").partition(" ")
-    return value.strip() or None if scheme.lower() == "bearer" else None
 
 
 async def _read(receive: Receive) -> tuple[bytes, bool]:

@@ -16,7 +16,7 @@ from fastapi import APIRouter, Depends, FastAPI, Path, Query, Request, Response
 from seedance.control.api.deps import IdPath, Limit, PrincipalDep
 from seedance.control.api.errors import ERROR_RESPONSES
 from seedance.control.schemas import ErrorBody, Role
-from seedance.control.security import Principal
+from seedance.control.security import Principal, bearer_token
 from seedance.control.service import ControlService
 from seedance.privacy.schemas import (
     BackupRead,
@@ -94,9 +94,8 @@ def _token_if_given(request: Request) -> None:
     """Public routes: no token needed, but a presented one must be valid (401 otherwise)."""
     auth = request.headers.get("authorization")
     if auth is not None:
-        scheme, _, value = auth.partition(" ")
         service: ControlService = request.app.state.service
-        service.authenticate(value.strip() if scheme.lower() == "bearer" else None)
+        service.authenticate(bearer_token(auth))
 
 
 # ------------------------------------------------------------------------------ telemetry
