@@ -62,7 +62,8 @@ class FragModel:
     def frag(self, cpu: NDArray[np.int64], free: NDArray[np.int32], model: NDArray[np.int16]) -> F64:
         """Fragmentation (milli-GPU) of states given as arrays ``(S,)``, ``(S, G)``, ``(S,)``."""
         free = free.astype(np.int64, copy=False)
-        total = free.sum(axis=1).astype(np.float64)
+        total_i = free.sum(axis=1)
+        total = total_i.astype(np.float64)
         if self.f_gpu.size == 0:
             return total * self.f_total
         ge = free[:, :, None] >= self.thresholds[None, None, :]  # S, G, U
@@ -70,7 +71,7 @@ class FragModel:
         below = np.where(ge, 0, free[:, :, None]).sum(axis=1)  # S, U: idle on GPUs too small
         ok = (cnt[:, self.u_idx] >= self.k_t) & (cpu[:, None] >= self.cpu_t) & self.access[model.astype(np.intp) + 1]
         if self.c_gpu is not None:
-            usable_i = (free.sum(axis=1)[:, None] - below[:, self.u_idx]) * ok  # S, T (int64)
+            usable_i = (total_i[:, None] - below[:, self.u_idx]) * ok  # S, T (int64)
             return total * self.f_total - (usable_i @ self.c_gpu) / self.c_div
         usable = (total[:, None] - below[:, self.u_idx]) * ok  # S, T
         return total * self.f_total - usable @ self.f_gpu
