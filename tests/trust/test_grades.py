@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -11,7 +13,7 @@ from seedance.core.errors import UnknownNameError
 from seedance.core.resources import ResourceRequest, SliceBackend
 from seedance.scheduling.framework import DEFAULT_FILTERS, Scheduler, make_policy
 from seedance.slicing.slices import resolve_slice
-from seedance.tiers.filters import GpuModeFit
+from seedance.tiers.filters import GpuModeFit, offered_backends
 from seedance.trust.grades import (
     Grade,
     GradePolicy,
@@ -21,7 +23,6 @@ from seedance.trust.grades import (
     backend_grade,
     backends_for_grade,
     grade_shares,
-    offered_masks,
     pair_grade,
 )
 
@@ -131,7 +132,7 @@ def cluster(layout: list[tuple[str | None, str]]) -> ClusterState:
 
 
 def offered(view: ClusterState, node: int) -> tuple[SliceBackend, ...]:
-    masks = offered_masks(view)
+    masks = offered_backends(view)
     return tuple(b for b in SliceBackend if masks[b][node])
 
 
@@ -144,7 +145,7 @@ def test_filter_mask_and_reasons_on_a_mixed_cluster() -> None:
     assert f.mask(view, req).tolist() == [False, True, False, False, False]
     reasons = f.reasons(view, req)
     assert reasons[1] is None
-    assert reasons[2] == ("pool offers whole/mps/time-slicing; the request may use only mig to get hardware isolation")
+    assert reasons[2] == ("pool offers mps/time-slicing; the request may use only mig to get hardware isolation")
     assert IsolationGradeFilter(Grade.RUNTIME).mask(view, req).tolist() == [False, True, True, True, False]
     whole = ResourceRequest(4000, 8192, 2, 1000)
     assert f.mask(view, whole).all()
@@ -179,3 +180,18 @@ def test_scheduler_with_the_grade_stage_never_places_below_the_required_grade(
     assert backend_grade(got.backend) >= required
     if required is Grade.HARDWARE:
         assert got.backend not in (B.TIME_SLICING, B.MPS)
+
+
+def test_the_grade_filter_and_gpu_mode_fit_read_one_rule_of_what_a_pool_offers() -> None:
+    """Exhaustive over one node of every mode x model and every accepted set: with no grade required,
+    ``IsolationGrade`` passes exactly the nodes ``GpuModeFit`` passes (they once had twin rules that
+    disagreed: a share accepting whole GPUs passed an ``exclusive`` or ``shared`` node in one, not the other)."""
+    view = cluster([(mode, model) for mode in MODES for model in MODELS])
+    backends = list(SliceBackend)
+    for k in range(1, len(backends) + 1):
+        for accepted in itertools.combinations(backends, k):
+            req = ResourceRequest(4000, 8192, 1, 300, backends=accepted)
+            assert IsolationGradeFilter(Grade.NONE).mask(view, req).tolist() == GpuModeFit().mask(view, req).tolist()
+    share = ResourceRequest(4000, 8192, 1, 300, backends=(B.WHOLE,))
+    # only unlabelled GPU nodes give a share a whole-GPU slice; exclusive/mig/shared pools do not
+    assert GpuModeFit().mask(view, share).tolist() == [mode is None for mode in MODES for _ in MODELS]

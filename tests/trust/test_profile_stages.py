@@ -17,8 +17,9 @@ from seedance.profile import Attempt, ProfileConfig, build_profile, profile_from
 from seedance.profile.context import MappingPods, PodInfo, StageServices
 from seedance.sim.replay import ReplaySimulation
 from seedance.slicing.slices import resolve_slice
+from seedance.tiers.filters import offered_backends
 from seedance.trust.attestation import AttestationRejected, TeeKind
-from seedance.trust.grades import Grade, backend_grade, offered_masks
+from seedance.trust.grades import Grade, backend_grade
 from seedance.trust.profile_stages import AttestedTee
 from seedance.trust.stages import LABEL_SENSITIVE, LABEL_TEE
 from tests.conftest import make_trace
@@ -169,7 +170,7 @@ def test_property_a_tier_requiring_hardware_is_never_placed_on_a_time_sliced_sha
     node = d.placement.node
     model = view.spec.nodes[node].gpu_model
     assert model is not None
-    masks = offered_masks(view)
+    masks = offered_backends(view)
     adapted = prof.adapt(Attempt(view, req, 7))
     got = resolve_slice(adapted, model, tuple(b for b in SliceBackend if masks[b][node]))
     assert got is not None and backend_grade(got.backend) >= required

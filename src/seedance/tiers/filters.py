@@ -108,16 +108,31 @@ class GpuModeFit(FilterPlugin):
         """Called once per scheduling attempt."""
         if not req.is_sharing:
             return np.ones(view.n_nodes, dtype=np.bool_)
-        backends = set(req.backends) if req.backends else set(SliceBackend)
-        labelled = view.label_mask(LABEL_MODE, (MODE_EXCLUSIVE, MODE_MIG, MODE_SHARED))
+        offered = offered_backends(view)
         out: BoolA = np.zeros(view.n_nodes, dtype=np.bool_)
-        if SliceBackend.MIG in backends:
-            out = out | ((view.label_mask(LABEL_MODE, (MODE_MIG,)) | ~labelled) & mig_capable(view))
-        if backends & {SliceBackend.MPS, SliceBackend.TIME_SLICING}:
-            out = out | view.label_mask(LABEL_MODE, (MODE_SHARED,)) | ~labelled
-        if SliceBackend.WHOLE in backends:
-            out = out | ~labelled
+        for b in req.backends or tuple(SliceBackend):
+            out = out | offered[b]
         return out
+
+
+def offered_backends(view: ClusterState) -> dict[SliceBackend, BoolA]:
+    """Per slice backend, the nodes whose ``gpu.mode`` pool offers it to a *share* (the one rule).
+
+    ``mig`` nodes offer MIG on MIG-capable models; ``shared`` nodes offer MPS and time-slicing;
+    ``exclusive`` nodes offer nothing to a share; unlabelled GPU nodes offer every backend they
+    can serve (MIG only on MIG-capable models). :class:`GpuModeFit` and the trust stage
+    ``IsolationGrade`` both read this, so the two never disagree on what a pool offers.
+    """
+    labelled = view.label_mask(LABEL_MODE, (MODE_EXCLUSIVE, MODE_MIG, MODE_SHARED))
+    gpu = view.gpu_count > 0
+    free = ~labelled & gpu
+    shared = view.label_mask(LABEL_MODE, (MODE_SHARED,)) & gpu | free
+    return {
+        SliceBackend.WHOLE: free,
+        SliceBackend.MIG: (view.label_mask(LABEL_MODE, (MODE_MIG,)) & gpu | free) & mig_capable(view),
+        SliceBackend.MPS: shared,
+        SliceBackend.TIME_SLICING: shared,
+    }
 
 
 def mig_capable(view: ClusterState) -> BoolA:

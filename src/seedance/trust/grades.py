@@ -32,7 +32,7 @@ from seedance.core.cluster import ClusterState
 from seedance.core.errors import UnknownNameError
 from seedance.core.resources import ResourceRequest, SliceBackend
 from seedance.scheduling.framework import FilterPlugin
-from seedance.tiers.filters import LABEL_MODE, MODE_EXCLUSIVE, MODE_MIG, MODE_SHARED, mig_capable
+from seedance.tiers.filters import offered_backends
 
 BoolA = NDArray[np.bool_]
 
@@ -235,19 +235,6 @@ class GradePolicy:
         return max(self.tiers.get(tier or "", Grade.NONE), self.tenants.get(tenant or "", Grade.NONE))
 
 
-def offered_masks(view: ClusterState) -> dict[SliceBackend, BoolA]:
-    """Per backend, the nodes whose pool offers it (from the ``gpu.mode`` label, as ``GpuModeFit`` reads it)."""
-    labelled = view.label_mask(LABEL_MODE, (MODE_EXCLUSIVE, MODE_MIG, MODE_SHARED))
-    gpu = view.gpu_count > 0
-    shared = view.label_mask(LABEL_MODE, (MODE_SHARED,)) | ~labelled
-    return {
-        SliceBackend.WHOLE: gpu,
-        SliceBackend.MIG: (view.label_mask(LABEL_MODE, (MODE_MIG,)) | ~labelled) & mig_capable(view) & gpu,
-        SliceBackend.MPS: shared & gpu,
-        SliceBackend.TIME_SLICING: shared & gpu,
-    }
-
-
 class IsolationGradeFilter(FilterPlugin):
     """Nodes where a share can get a slice of at least the required grade (vectorised over nodes).
 
@@ -275,7 +262,7 @@ class IsolationGradeFilter(FilterPlugin):
         """Called once per scheduling attempt."""
         if not req.is_sharing:
             return np.ones(view.n_nodes, dtype=np.bool_)
-        offered = offered_masks(view)
+        offered = offered_backends(view)
         out: BoolA = np.zeros(view.n_nodes, dtype=np.bool_)
         for b in self._allowed(req):
             out = out | offered[b]
@@ -284,7 +271,7 @@ class IsolationGradeFilter(FilterPlugin):
     def reasons(self, view: ClusterState, req: ResourceRequest) -> list[str | None]:
         """Per node, why it is rejected (``None`` where it passes)."""
         ok = self.mask(view, req)
-        offered = offered_masks(view)
+        offered = offered_backends(view)
         out: list[str | None] = []
         for n in range(view.n_nodes):
             have = [b for b in SliceBackend if offered[b][n]]
