@@ -25,7 +25,7 @@ from seedance.cli.main import main
 from tests.backends.conftest import GPUS_PER_NODE, NODES, VICTIM, Plane, RayWorld, process_gone, wait_for
 
 # a hard limit per test (cluster start included): a hung Ray call must not hang the suite
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(420, method="thread")]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(420, method="thread"), pytest.mark.xdist_group("ray")]
 
 SIZES = (1.0, 0.5, 0.25)
 N_JOBS = 24

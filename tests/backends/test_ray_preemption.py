@@ -36,7 +36,7 @@ from tests.backends.conftest import (
 )
 from tests.control.helpers import settings_for
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(480, method="thread")]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(480, method="thread"), pytest.mark.xdist_group("ray")]
 
 GOLD_NODE = "gpu-a"
 PROTECT_S = 12.0  # borrowed Bronze capacity is not taken back before a run is this old

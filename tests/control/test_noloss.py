@@ -1,8 +1,9 @@
 """No loss under SIGKILL: jobs submitted under concurrent load while ``seedancectl serve`` is killed
-with SIGKILL at least 20 times and restarted (a standby started on the shared listening socket takes
-over, so each kill lands on a server busy with requests); every acknowledged job is there afterwards, exactly
-once (idempotency keys), on SQLite and on PostgreSQL. The scheduling loop runs throughout, so
-kills also land in the middle of scheduling commits; the placements must stay consistent.
+with SIGKILL (5 times per store in the default run, 20 in the ``bench`` variant) and restarted (a
+standby started on the shared listening socket takes over, so each kill lands on a server busy with
+requests); every acknowledged job is there afterwards, exactly once (idempotency keys), on SQLite and
+on PostgreSQL. The scheduling loop runs throughout, so kills also land in the middle of scheduling
+commits; the placements must stay consistent.
 """
 
 from __future__ import annotations
@@ -27,7 +28,9 @@ from seedance.control.db.models import EventRecord, Job, Node
 from seedance.control.db.session import Database
 from tests.control.helpers import ADMIN_TOKEN
 
-KILLS = int(os.environ.get("SEEDANCE_NOLOSS_KILLS", "20"))
+#: the default run kills each store's server 5 times; the acceptance figure (20 SIGKILLs per store under
+#: load) is the ``bench`` variant: ``pytest -m bench tests/control/test_noloss.py -s``
+KILLS_DEFAULT, KILLS_ACCEPTANCE = 5, 20
 CLIENTS = 8
 THINK_S = 0.02  # between a client's submissions: load, without starving the restarting standby of CPU
 
@@ -132,9 +135,13 @@ def client_loop(base: str, n: int, stop: threading.Event, acked: dict[str, tuple
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)
+@pytest.mark.parametrize("kills_wanted", [
+    pytest.param(KILLS_DEFAULT, id=f"{KILLS_DEFAULT}-kills"),
+    pytest.param(KILLS_ACCEPTANCE, id=f"{KILLS_ACCEPTANCE}-kills", marks=pytest.mark.bench),
+])
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
 def test_no_acknowledged_job_is_lost_or_duplicated_under_sigkill(
-    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+    backend: str, kills_wanted: int, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     url = f"sqlite:///{tmp_path / 'noloss.db'}" if backend == "sqlite" else request.getfixturevalue("pg_schema_url")
     fleet = Fleet(url, tmp_path)
@@ -161,7 +168,7 @@ def test_no_acknowledged_job_is_lost_or_duplicated_under_sigkill(
     acked_at_kill: list[int] = []
     standby = fleet.spawn()
     try:
-        for _ in range(KILLS):
+        for _ in range(kills_wanted):
             fleet.wait_ready(standby)
             time.sleep(rng.uniform(0.2, 0.6))  # both take load; then the older one dies mid-flight
             with lock:
@@ -176,7 +183,7 @@ def test_no_acknowledged_job_is_lost_or_duplicated_under_sigkill(
         for t in threads:
             t.join(60)
         fleet.close()
-    assert kills >= 20 or KILLS < 20
+    assert kills == kills_wanted
     assert not any(t.is_alive() for t in threads), "a client never got its job acknowledged"
     assert stats["transport_errors"] > 0, "the kills never hit a request in flight"
     assert len(acked) > 0 and acked_at_kill[-1] > acked_at_kill[0]

@@ -25,6 +25,7 @@ def cluster() -> Iterator[Any]:
 
 @pytest.mark.slow
 @pytest.mark.timeout(480)
+@pytest.mark.xdist_group("ray")  # one Ray cluster at a time under pytest -n (scripts/test.sh)
 def test_jobs_resume_on_another_node_with_identical_losses(cluster: Any) -> None:
     results = migrate_jobs(PLAN, steps=30, checkpoint_at=12)
     assert len(results) == 3 and all(r["completed"] for r in results)  # 0 jobs lost

@@ -27,7 +27,7 @@ from seedance.traces.scale import write_nodes, write_pods
 POLICIES = "random,dot-product,clustering,packing,best-fit,fgd,seedance"
 TRACES = ("default", "gpushare40")
 
-pytestmark = pytest.mark.timeout(600)
+pytestmark = [pytest.mark.timeout(600), pytest.mark.xdist_group("ray")]
 
 
 @pytest.fixture(scope="module")
