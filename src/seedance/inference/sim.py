@@ -430,11 +430,18 @@ class ServingSimulator:
         return b * q + rep.sumq + (sum(rep.res[bs - r:]) if r else 0)
 
     def _blocks_after(self, rep: _Replica, n: int) -> int:
-        """Blocks ``rep`` holds after its decoders take ``n`` more steps."""
+        """Blocks ``rep`` holds after its decoders take ``n`` more steps (``_dec_blocks`` inlined: hot)."""
         if rep.pad_b:
             return rep.pad_b * (-(-(rep.pad_len + rep.counter + n) // self._bs))
-        used = self._dec_blocks(rep, n) + rep.held
-        return used if rep.cache is None else used - rep.dec_hit + rep.cache.pinned
+        b = len(rep.decoding)
+        if b:
+            bs = self._bs
+            q, r = divmod(rep.counter + n + bs - 1, bs)
+            used = b * q + rep.sumq + (sum(rep.res[bs - r:]) if r else 0) + rep.held
+        else:
+            used = rep.held
+        cache = rep.cache
+        return used if cache is None else used - rep.dec_hit + cache.pinned
 
     def _add_decoder(self, rep: _Replica, i: int, base: int) -> None:
         self.kvbase[i] = base
@@ -478,7 +485,8 @@ class ServingSimulator:
                 rep.kv_start = rep.kv_end = 0.0
                 mark(rep, now)
             return
-        view.free_blocks = self._total - self._blocks_after(rep, 0)
+        b0 = self._blocks_after(rep, 0)
+        view.free_blocks = self._total - b0
         if rep.cache is not None:
             rep.cache.fit(view.free_blocks)
         view.kv_tokens = len(rep.decoding) * rep.counter + rep.sumbase
@@ -498,7 +506,7 @@ class ServingSimulator:
         if plan.prefill:
             self._start_iteration(rep, now, plan)
         elif rep.decoding and plan.decode and not self.request_level:
-            self._start_span(rep, now)
+            self._start_span(rep, now, -1 if plan.reject else b0)
         else:
             rep.kv_start = rep.kv_end = self._kv_mib(rep, 0)
             if plan.wake_at is not None:
@@ -514,39 +522,47 @@ class ServingSimulator:
         admitted: list[int] = []
         view = rep.view
         starts: dict[int, tuple[int, int]] = {}
+        state = self.state
         for i, t in plan.prefill:
-            st = self.state[i]
+            st = state[i]
             if st == WAITING:
                 admitted.append(i)
-                starts[i] = (view.cached_tokens(i), view.admit_blocks(i))
-                c = starts[i][0]
+                length, c, blocks = view.admission(i)
+                starts[i] = (c, blocks, length)
             elif st != PREFILL or i not in rep.prefilling:
                 raise RuntimeError(f"batcher scheduled prefill for request {i} in state {st}")
             else:
                 c = int(book.computed[i])
-            length = book.prefill_len(i)
+                length = book.prefill_len(i)
             if t < 1 or c + t > length:
                 raise RuntimeError(f"bad prefill chunk {t} for request {i} ({c}/{length} done)")
             tokens += t
             sq += t * t + 2.0 * t * c
         if admitted:
             gone = set(admitted)
-            if len(gone) != len(admitted) or not gone.issubset(rep.queue):
+            queue = rep.queue
+            k = len(admitted)
+            if len(gone) == k and set(queue[:k]) == gone:
+                del queue[:k]  # the usual case: the queue's head (a request is queued once)
+            elif len(gone) != k or not gone.issubset(queue):
                 raise RuntimeError("batcher admitted requests that are not in its queue")
-            rep.queue[:] = [j for j in rep.queue if j not in gone]
+            else:
+                queue[:] = [j for j in queue if j not in gone]
             need = 0
             cache = rep.cache
+            ready = book.ready
             for i in admitted:
-                self.state[i] = PREFILL
-                c0, blocks = starts[i]
+                state[i] = PREFILL
+                c0, blocks, length = starts[i]
                 book.computed[i] = c0
                 rep.qtok -= int(self.qtok[i])
                 rep.prefilling.append(i)
                 if not self.request_level:
-                    h = -(-book.prefill_len(i) // bs)
-                    if cache is not None and (book.ready is None or book.ready[i] <= 0):
-                        hit = cache.acquire(i, book.prefill_len(i), first=self.cached_first[i] < 0)
-                        if self.cached_first[i] < 0:
+                    h = -(-length // bs)
+                    if cache is not None and (ready is None or ready[i] <= 0):
+                        first = bool(self.cached_first[i] < 0)
+                        hit = cache.acquire(i, length, first=first)
+                        if first:
                             self.cached_first[i] = hit * bs
                         self.hit[i] = hit
                         h -= hit
@@ -567,19 +583,34 @@ class ServingSimulator:
         for i, t in plan.prefill:
             book.computed[i] += t
         decode = plan.decode and bool(rep.decoding) and not self.request_level
-        if decode and self._blocks_after(rep, 1) > self._total:
-            self._preempt(rep, now, 1)
-            decode = bool(rep.decoding)
+        b1 = -1  # blocks after this iteration's decode step, where known
+        if decode:
+            b1 = self._blocks_after(rep, 1)
+            if b1 > self._total:
+                self._preempt(rep, now, 1)
+                decode = bool(rep.decoding)
+                b1 = -1
         b = len(rep.decoding) if decode else 0
         kv = b * rep.counter + rep.sumbase if b else 0
         ms = self.step.iteration_ms(tokens, sq, b, kv)
         rep.obs = (tokens, sq, b, float(kv))
         rep.span_n = 1 if decode else 0
-        if rep.cache is not None:
-            rep.cache.fit(self._total - self._blocks_after(rep, rep.span_n))
+        if rep.pad_b:
+            if rep.cache is not None:
+                rep.cache.fit(self._total - self._blocks_after(rep, rep.span_n))
+            rep.kv_start = self._kv_mib(rep, 0)
+            rep.kv_end = self._kv_mib(rep, rep.span_n)
+        else:  # (the cache's eviction moves no pinned block: the counts hold across fit)
+            b0 = self._blocks_after(rep, 0)
+            if not decode:
+                b1 = b0
+            elif b1 < 0:
+                b1 = self._blocks_after(rep, 1)
+            if rep.cache is not None:
+                rep.cache.fit(self._total - b1)
+            rep.kv_start = b0 * self._blk_mib
+            rep.kv_end = b1 * self._blk_mib
         self._iterations += 1
-        rep.kv_start = self._kv_mib(rep, 0)
-        rep.kv_end = self._kv_mib(rep, rep.span_n)
         rep.span_t0 = now
         rep.busy = _ITER
         self._schedule(rep, now + ms / 1000.0)
@@ -656,7 +687,8 @@ class ServingSimulator:
             self._schedule(rep, now)  # its freed blocks may admit waiting work
 
     # ------------------------------------------------------ decode spans
-    def _start_span(self, rep: _Replica, now: float) -> None:
+    def _start_span(self, rep: _Replica, now: float, b0: int = -1) -> None:
+        """A run of pure decode steps; ``b0``: ``_blocks_after(rep, 0)`` where the caller knows it."""
         n = rep.heap[0][0] - rep.counter
         total = self._total
         if self._blocks_after(rep, n) > total:
@@ -681,7 +713,7 @@ class ServingSimulator:
         if rep.timer is not None and rep.timer > now:
             n = min(n, self.step.steps_within(b, rep.span_k0, (rep.timer - now) * 1000.0))
         rep.span_t0 = now
-        rep.kv_start = self._kv_mib(rep, 0)
+        rep.kv_start = (b0 if b0 >= 0 else self._blocks_after(rep, 0)) * self._blk_mib
         rep.busy = _SPAN
         self._set_span(rep, n)
         mark(rep, now)
