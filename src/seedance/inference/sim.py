@@ -349,9 +349,10 @@ class ServingSimulator:
             q = self._query
             q.request, q.prompt = i, p
             q.slo_class = int(self._slo_class[i]) if self._slo_class is not None else 0
-            q.outstanding = [len(reps[r].queue) + reps[r].view.running for r in members]
-            caches = [reps[r].cache for r in members]
-            q.matched = [c.hit_blocks(i, p) * self._bs if c is not None else 0 for c in caches] \
+            pool = [reps[r] for r in members]
+            q.outstanding = [len(x.queue) + len(x.decoding) + len(x.prefilling) for x in pool]
+            bs = self._bs
+            q.matched = [x.cache.hit_blocks(i, p) * bs if x.cache is not None else 0 for x in pool] \
                 if self.router.uses_prefix else [0] * len(members)
             k = members.index(self.router.pick(members, q))
             if self.admission is not None:
@@ -373,10 +374,11 @@ class ServingSimulator:
         target = adm.slack * adm.target(q.slo_class)
         reps = self.replicas
         best = math.inf
+        prompt, out, computed = self.book.prompt, self.book.out, self.book.computed
         for j in [k, *(x for x in range(len(members)) if x != k)]:
             r = reps[members[j]]
             own = q.prompt - q.matched[j]
-            t = adm.predicted_ttft_ms(r.qtok + sum(int(self.book.prefill_len(x) - self.book.computed[x])
+            t = adm.predicted_ttft_ms(r.qtok + sum(int(prompt[x]) + int(out[x]) - int(computed[x])
                                                    for x in r.prefilling), own, r.pf_rate)
             if t <= target:
                 return j
@@ -691,7 +693,8 @@ class ServingSimulator:
         """A run of pure decode steps; ``b0``: ``_blocks_after(rep, 0)`` where the caller knows it."""
         n = rep.heap[0][0] - rep.counter
         total = self._total
-        if self._blocks_after(rep, n) > total:
+        bn = self._blocks_after(rep, n)  # blocks at the span's end
+        if bn > total:
             lo, hi = 0, n  # the largest m < n with blocks_after(m) <= total
             while hi - lo > 1:
                 mid = (lo + hi) // 2
@@ -700,6 +703,7 @@ class ServingSimulator:
                 else:
                     hi = mid
             n = lo
+            bn = -1
             if n == 0:
                 self._preempt(rep, now, 1)
                 if rep.decoding:
@@ -711,11 +715,13 @@ class ServingSimulator:
         rep.span_b = b
         rep.span_k0 = b * rep.counter + rep.sumbase
         if rep.timer is not None and rep.timer > now:
-            n = min(n, self.step.steps_within(b, rep.span_k0, (rep.timer - now) * 1000.0))
+            m = self.step.steps_within(b, rep.span_k0, (rep.timer - now) * 1000.0)
+            if m < n:
+                n, bn = m, -1
         rep.span_t0 = now
         rep.kv_start = (b0 if b0 >= 0 else self._blocks_after(rep, 0)) * self._blk_mib
         rep.busy = _SPAN
-        self._set_span(rep, n)
+        self._set_span(rep, n, bn)
         mark(rep, now)
 
     def _start_padded_span(self, rep: _Replica, now: float) -> None:
@@ -741,9 +747,10 @@ class ServingSimulator:
         self._set_span(rep, n)
         mark(rep, now)
 
-    def _set_span(self, rep: _Replica, n: int) -> None:
+    def _set_span(self, rep: _Replica, n: int, blocks: int = -1) -> None:
+        """The span ends after ``n`` steps (``blocks``: ``_blocks_after(rep, n)`` where known)."""
         rep.span_n = n
-        rep.kv_end = self._kv_mib(rep, n)
+        rep.kv_end = blocks * self._blk_mib if blocks >= 0 else self._kv_mib(rep, n)
         self._schedule(rep, rep.span_t0 + self.step.decode_span_ms(rep.span_b, rep.span_k0, n) / 1000.0)
 
     def _finish_span(self, rep: _Replica, now: float) -> None:

@@ -40,6 +40,7 @@ import numpy as np
 
 from seedance.inference.batchers.base import (
     BATCHERS,
+    IDLE,
     Batcher,
     ChunkFill,
     Plan,
@@ -165,7 +166,7 @@ class SeedanceBatcher(Batcher):
 
     def plan(self, view: ReplicaView) -> Plan:
         if not view.waiting and not view.prefilling:
-            return Plan()
+            return IDLE
         fill = ChunkFill(view, self.budget(view), max_seqs=int(self.opts["max_num_seqs"]),
                          watermark_blocks=int(float(self.opts["watermark"]) * view.total_blocks))
         fill.continue_prefills()
