@@ -236,7 +236,8 @@ class ServingSimulator:
                 self.replicas.append(replica)
                 members.append(r)
             self._pool_members.append(members)
-        self._audit = BlockAudit(len(self.replicas), self._total) if audit else None
+        self._nrep = len(self.replicas)
+        self._audit = BlockAudit(self._nrep, self._total) if audit else None
         self._query = RouteQuery()
         handlers: list[Callable[[float, int], None]] = [self._on_arrival, self._on_wake, self._on_sent,
                                                          self._on_send]
@@ -401,10 +402,10 @@ class ServingSimulator:
     def _schedule(self, rep: _Replica, t: float) -> None:
         rep.wake_seq += 1
         rep.t_end = t
-        self.loop.schedule(t, _WAKE, rep.wake_seq * len(self.replicas) + rep.idx)
+        self.loop.schedule(t, _WAKE, rep.wake_seq * self._nrep + rep.idx)
 
     def _on_wake(self, now: float, token: int) -> None:
-        nrep = len(self.replicas)
+        nrep = self._nrep
         rep = self.replicas[token % nrep]
         if token // nrep != rep.wake_seq:
             return  # superseded by a later schedule
@@ -489,8 +490,9 @@ class ServingSimulator:
             return
         b0 = self._blocks_after(rep, 0)
         view.free_blocks = self._total - b0
-        if rep.cache is not None:
-            rep.cache.fit(view.free_blocks)
+        cache = rep.cache
+        if cache is not None and cache.unpinned > view.free_blocks:  # (fit() would do nothing)
+            cache.fit(view.free_blocks)
         view.kv_tokens = len(rep.decoding) * rep.counter + rep.sumbase
         plan = rep.batcher.plan(view)
         if self._track_delta:
@@ -608,8 +610,9 @@ class ServingSimulator:
                 b1 = b0
             elif b1 < 0:
                 b1 = self._blocks_after(rep, 1)
-            if rep.cache is not None:
-                rep.cache.fit(self._total - b1)
+            cache = rep.cache
+            if cache is not None and cache.unpinned > self._total - b1:  # (fit() would do nothing)
+                cache.fit(self._total - b1)
             rep.kv_start = b0 * self._blk_mib
             rep.kv_end = b1 * self._blk_mib
         self._iterations += 1
@@ -758,11 +761,12 @@ class ServingSimulator:
         if n > 0 and not self.request_level:
             rep.batcher.observe_iteration(0, 0.0, rep.span_b, rep.span_k0 + rep.span_b * (n - 1) / 2.0,
                                           (now - rep.span_t0) * 1000.0 / n)
-        self._iterations += rep.span_n
-        rep.counter += rep.span_n
+        self._iterations += n
+        rep.counter += n
         rep.kv_start = rep.kv_end
         if not self.request_level:
-            self._complete_due(rep, now)
+            if rep.heap and rep.heap[0][0] <= rep.counter:
+                self._complete_due(rep, now)
             return
         done = [i for _, i in rep.heap]  # their finish times were set when the span started
         self.state[done] = DONE
