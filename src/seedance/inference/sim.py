@@ -683,7 +683,13 @@ class ServingSimulator:
         self.state[i] = WAITING
         members = self._pool_members[1]
         reps = self.replicas
-        dst = reps[min(members, key=lambda r: (len(reps[r].queue) + reps[r].view.running, r))]
+        dst = reps[members[0]]  # the least loaded (queued plus running); ties: the lowest index
+        load = len(dst.queue) + len(dst.decoding) + len(dst.prefilling)
+        for r in members[1:]:
+            x = reps[r]
+            n = len(x.queue) + len(x.decoding) + len(x.prefilling)
+            if n < load or (n == load and r < dst.idx):
+                dst, load = x, n
         self.qtok[i] = 1
         dst.qtok += 1
         dst.queue.append(i)
