@@ -525,7 +525,7 @@ class ServingSimulator:
         sq = 0.0
         admitted: list[int] = []
         view = rep.view
-        starts: dict[int, tuple[int, int]] = {}
+        starts: dict[int, tuple[int, int, int]] = {}
         state = self.state
         for i, t in plan.prefill:
             st = state[i]
