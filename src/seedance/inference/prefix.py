@@ -108,7 +108,7 @@ class PrefixCache:
         self.prompt = prompt
         self.block_tokens = block_tokens
         self.systems: dict[int, _Node] = {}
-        self.sessions: dict[tuple[int, int], _Node] = {}  # (system prompt, session) -> node
+        self.sessions: dict[int, _Node] = {}  # (system prompt, session), packed into one int -> node
         self.pinned = 0  # blocks of referenced nodes
         self.unpinned = 0  # blocks of unreferenced nodes (evictable, inside the free pool)
         self._heap: list[tuple[float, int, int, _Node]] = []
@@ -121,7 +121,8 @@ class PrefixCache:
         # per request, as Python ints (read on every lookup): system prompt, session, (both), sys blocks
         self._sys: list[int] = structure.sys_id.tolist()
         self._sess: list[int] = structure.session.tolist()
-        self._skey: list[tuple[int, int]] = list(zip(self._sys, self._sess, strict=True))
+        span = max(self._sys, default=0) + 2  # sys ids are >= -1: (g + 1) in [0, span)
+        self._skey: list[int] = [s * span + g + 1 for g, s in zip(self._sys, self._sess, strict=True)]
         self._sb: list[int] = (structure.sys_tokens // block_tokens).tolist()
         # per request, its nodes once all of them exist (nodes are never deleted, only emptied)
         self._found: list[tuple[_Node | None, _Node | None] | None] = [None] * len(self._sys)

@@ -57,6 +57,17 @@ _ARRIVAL, _WAKE, _SENT, _SEND = 0, 1, 2, 3
 _IDLE, _ITER, _SPAN = 0, 1, 2
 
 
+def _remove_all(members: list[int], gone: list[int]) -> None:
+    """Remove ``gone`` (distinct members) from ``members``, keeping the order of the rest: a few
+    ``list.remove`` calls (in C) where few go, one filtering pass where many do."""
+    if len(gone) <= 8:
+        for i in gone:
+            members.remove(i)
+    else:
+        out = set(gone)
+        members[:] = [j for j in members if j not in out]
+
+
 class _Replica:
     """Engine-side state of one replica (columnar request state lives in the simulator)."""
 
@@ -632,8 +643,7 @@ class ServingSimulator:
             self._complete_due(rep, now)
         finished = [i for i in rep.prefilling if book.computed[i] >= book.prefill_len(i)]
         if finished:
-            gone = set(finished)
-            rep.prefilling[:] = [j for j in rep.prefilling if j not in gone]
+            _remove_all(rep.prefilling, finished)
         for i in finished:
             length = book.prefill_len(i)
             if math.isnan(book.first_token[i]):
@@ -789,8 +799,7 @@ class ServingSimulator:
         finished = []
         while heap and heap[0][0] <= rep.counter:
             finished.append(heapq.heappop(heap)[1])
-        gone = set(finished)
-        rep.decoding[:] = [j for j in rep.decoding if j not in gone]
+        _remove_all(rep.decoding, finished)
         for i in finished:
             self._drop_decoder_stats(rep, i)
             self.book.out[i] = self._gen[i]
