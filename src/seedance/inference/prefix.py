@@ -99,16 +99,17 @@ class PrefixCache:
         block_tokens: Tokens per KV block.
     """
 
-    __slots__ = ("_found", "_heap", "_held", "_refs", "_sb", "_seq", "_sess", "_skey", "_sys", "block_tokens",
-                 "hit_tokens", "lookups", "pinned", "prompt", "prompt_tokens", "sessions", "st", "systems",
-                 "unpinned")
+    __slots__ = ("_by_key", "_found", "_heap", "_held", "_refs", "_sb", "_seq", "_sess", "_skey", "_sys",
+                 "block_tokens", "hit_tokens", "lookups", "pinned", "prompt", "prompt_tokens", "sessions", "st",
+                 "systems", "unpinned")
 
     def __init__(self, structure: PrefixStructure, prompt: NDArray[np.int64], block_tokens: int) -> None:
         self.st = structure
         self.prompt = prompt
         self.block_tokens = block_tokens
         self.systems: dict[int, _Node] = {}
-        self.sessions: dict[int, _Node] = {}  # (system prompt, session), packed into one int -> node
+        self.sessions: dict[tuple[int, int], _Node] = {}  # (system prompt, session) -> node
+        self._by_key: dict[int, _Node] = {}  # the same nodes by (system prompt, session) packed in one int
         self.pinned = 0  # blocks of referenced nodes
         self.unpinned = 0  # blocks of unreferenced nodes (evictable, inside the free pool)
         self._heap: list[tuple[float, int, int, _Node]] = []
@@ -137,9 +138,9 @@ class PrefixCache:
         sysn = self.systems.get(g) if g >= 0 else None
         if sysn is None and g >= 0 and create:
             sysn = self.systems[g] = _Node(g, None)
-        sess = self.sessions.get(self._skey[i]) if s >= 0 else None
+        sess = self._by_key.get(self._skey[i]) if s >= 0 else None
         if sess is None and s >= 0 and create:
-            sess = self.sessions[self._skey[i]] = _Node(s, sysn)
+            sess = self.sessions[(g, s)] = self._by_key[self._skey[i]] = _Node(s, sysn)
         if (g < 0 or sysn is not None) and (s < 0 or sess is not None):
             found = self._found[i] = (sysn, sess)
             return found
