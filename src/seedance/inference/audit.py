@@ -55,6 +55,9 @@ class BlockAudit:
         total = sim.budget.total_blocks
         if sim.blocks_after(rep, 0) > total:
             raise AssertionError(f"replica {rep.idx} holds more blocks than exist")
+        left = sum(int(sim.book.prefill_len(i) - sim.book.computed[i]) for i in rep.prefilling)
+        if rep.pf_left != left:
+            raise AssertionError(f"replica {rep.idx}: {rep.pf_left} prefill tokens left by count, {left} by request")
         if sim.request_level:
             return  # one padded tensor per batch: no blocks to mirror
         alloc = self.alloc[rep.idx]

@@ -56,7 +56,7 @@ class Replica:
 
     __slots__ = (
         "batcher", "busy", "cache", "counter", "dec_hit", "decoding", "heap", "held", "idx", "kv_end", "kv_start",
-        "mem_t", "mem_v", "obs", "pad_b", "pad_len", "pf_rate", "pool", "prefilling", "qtok", "queue", "res",
+        "mem_t", "mem_v", "obs", "pad_b", "pad_len", "pf_left", "pf_rate", "pool", "prefilling", "qtok", "queue", "res",
         "sending", "span_b", "span_k0", "span_n", "span_t0", "sumbase", "sumq", "t_end", "timer", "view", "wake_seq",
     )
 
@@ -74,6 +74,7 @@ class Replica:
         self.sumq = 0  # sum of base // block_tokens
         self.res = [0] * block_tokens  # decoders per base % block_tokens
         self.held = 0  # blocks held by prefilling requests (private ones)
+        self.pf_left = 0  # prefill tokens its prefilling requests have still to compute
         self.cache: PrefixCache | None = None
         self.dec_hit = 0  # decoders' blocks held by the prefix cache (not theirs alone)
         self.qtok = 0  # uncached prompt tokens of the queue

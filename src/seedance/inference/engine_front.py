@@ -115,12 +115,11 @@ class FrontEnd(Steps):
         target = adm.slack * adm.target(q.slo_class)
         reps = self.replicas
         best = math.inf
-        prompt, out, computed = self.book.prompt, self.book.out, self.book.computed
-        for j in [k, *(x for x in range(len(members)) if x != k)]:
+        for pos in range(len(members)):  # k first, then the others in order
+            j = k if pos == 0 else (pos - 1 if pos <= k else pos)
             r = reps[members[j]]
             own = q.prompt - q.matched[j]
-            t = adm.predicted_ttft_ms(r.qtok + sum(int(prompt[x]) + int(out[x]) - int(computed[x])
-                                                   for x in r.prefilling), own, r.pf_rate)
+            t = adm.predicted_ttft_ms(r.qtok + r.pf_left, own, r.pf_rate)
             if t <= target:
                 return j
             best = min(best, t)

@@ -78,6 +78,7 @@ class Steps(EngineCore):
                 book.computed[i] = c0
                 rep.qtok -= int(self.qtok[i])
                 rep.prefilling.append(i)
+                rep.pf_left += length - c0
                 if not self.request_level:
                     h = -(-length // bs)
                     if cache is not None and (ready is None or ready[i] <= 0):
@@ -103,6 +104,7 @@ class Steps(EngineCore):
             sq = float(rep.pad_b * rep.pad_len * rep.pad_len)
         for i, t in plan.prefill:
             book.computed[i] += t
+            rep.pf_left -= t
         decode = plan.decode and bool(rep.decoding) and not self.request_level
         b1 = -1  # blocks after this iteration's decode step, where known
         if decode:
@@ -328,6 +330,7 @@ class Steps(EngineCore):
             heapq.heapify(rep.heap)
         elif st == PREFILL:
             rep.prefilling.remove(i)
+            rep.pf_left -= book.prefill_len(i) - int(book.computed[i])
             rep.held -= int(self.held[i])
             self.held[i] = 0
         else:
