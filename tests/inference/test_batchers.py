@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from seedance.core.errors import InputError, UnknownNameError
 from seedance.inference.batchers import BATCHERS, Plan, ReplicaView, make_batcher
-from seedance.inference.batchers.seedance import SeedanceBatcher, adaptive_delta, clusters
+from seedance.inference.batchers.seedance import SeedanceBatcher, adaptive_delta, admit_clusters, clusters
 
 from .helpers import toy_step, view
 
@@ -162,3 +164,32 @@ def test_online_model_budget_is_the_largest_fitting_chunk(sq_coef: float) -> Non
         pred = m.predict
         assert n == 0 or pred(n, float(n * n), 3, 0.0) <= budget  # type: ignore[operator]
         assert n == 4096 or pred(n + 1, float((n + 1) ** 2), 3, 0.0) > budget  # type: ignore[operator]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(0, 40), st.floats(0.05, 3.0), st.booleans())
+def test_lazy_cluster_admission_offers_what_the_clusters_give(seed: int, n: int, delta: float, first: bool) -> None:
+    """The batcher's lazy admission offers the same requests, in the same order, as admitting
+    :func:`clusters` group by group until a refusal (the plan's rule before it was made lazy)."""
+    rng = np.random.default_rng(seed)
+    feats = np.c_[rng.uniform(3.0, 14.0, 60), rng.uniform(0.0, 11.0, 60), np.full(60, 6.5)]
+    feats[rng.integers(0, 60, 10)] = feats[rng.integers(0, 60, 10)]  # some exact ties
+    cands = [int(x) for x in rng.permutation(60)[:n]]
+    refuse = {int(x) for x in rng.choice(60, 3, replace=False)} if n and rng.random() < 0.8 else set()
+
+    def run(lazy: bool) -> list[int]:
+        offered: list[int] = []
+
+        def admit(i: int) -> bool:
+            offered.append(i)
+            return i not in refuse
+
+        if lazy:
+            admit_clusters(feats, cands, delta, admit, first_only=first)
+        else:
+            for group in clusters(feats, cands, delta):
+                if not all(admit(i) for i in group) or first:
+                    break
+        return offered
+
+    assert run(True) == run(False)

@@ -45,6 +45,9 @@ CASES: dict[str, tuple[str, dict[str, Any] | None, dict[str, Any]]] = {
     "cache+router+admission": ("continuous-chunked", CHUNK, {
         "prefix_cache": True, "router": "prefix-aware", "router_options": {"cache_threshold": 0.1},
         "admission": Admission((2_000.0,))}),
+    "seedance+cache+router+admission": ("seedance", None, {
+        "prefix_cache": True, "router": "prefix-aware", "router_options": {"cache_threshold": 0.1},
+        "admission": Admission((2_000.0,))}),
     "perfect-cache": ("continuous-chunked", CHUNK, {"perfect_cache": True}),
     "disaggregated": ("continuous-chunked", CHUNK, {"disaggregate": Disaggregation(prefill=1, link_gbs=25.0)}),
 }
@@ -54,6 +57,7 @@ GOLDEN: dict[str, str] = {
     "disaggregated": "ff25c857b062b816",
     "perfect-cache": "d26628b5b10496ec",
     "seedance": "e90f763fd01eb87b",
+    "seedance+cache+router+admission": "5edc7061c194d588",  # pinned by the engine before the speed-ups
     "static": "008cd39275dfa602",
 }
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from seedance.inference.memory import BlockAllocator
 
 if TYPE_CHECKING:
-    from seedance.inference.sim import ServingSimulator, _Replica
+    from seedance.inference.engine_core import EngineCore, Replica
 
 
 class BlockAudit:
@@ -32,7 +32,7 @@ class BlockAudit:
         """``request`` gave up its blocks on ``replica``."""
         self.alloc[replica].free(int(request))
 
-    def sync(self, sim: ServingSimulator, rep: _Replica) -> None:
+    def sync(self, sim: EngineCore, rep: Replica) -> None:
         """Mirror ``rep``'s current block counts into its id allocator: every running request owns
         its private blocks, the prefix cache (-1) its pinned ones; raises ``MemoryError`` when they
         do not fit. Shrinks go first, so a request that gave blocks to the cache frees them before
@@ -50,11 +50,14 @@ class BlockAudit:
         for seq, blocks in want.items():
             alloc.ensure(seq, blocks)
 
-    def check(self, sim: ServingSimulator, rep: _Replica) -> None:
+    def check(self, sim: EngineCore, rep: Replica) -> None:
         """Mirror ``rep``'s block counts into its id allocator and check both."""
         total = sim.budget.total_blocks
         if sim.blocks_after(rep, 0) > total:
             raise AssertionError(f"replica {rep.idx} holds more blocks than exist")
+        left = sum(int(sim.book.prefill_len(i) - sim.book.computed[i]) for i in rep.prefilling)
+        if rep.pf_left != left:
+            raise AssertionError(f"replica {rep.idx}: {rep.pf_left} prefill tokens left by count, {left} by request")
         if sim.request_level:
             return  # one padded tensor per batch: no blocks to mirror
         alloc = self.alloc[rep.idx]

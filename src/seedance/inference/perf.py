@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import bisect
 import csv
+import math
 import statistics
 from collections import defaultdict
 from collections.abc import Sequence
@@ -192,10 +193,10 @@ class StepTimes:
         h = self.kv_ms_per_token * batch / 2.0
         # n*a + h*n*(n-1) >= budget  <=>  h n^2 + (a - h) n - budget >= 0
         if h <= 0:
-            n = int(np.ceil(budget_ms / a))
+            n = math.ceil(budget_ms / a)
         else:
             b = a - h
-            n = int(np.ceil((-b + np.sqrt(b * b + 4 * h * budget_ms)) / (2 * h)))
+            n = math.ceil((-b + math.sqrt(b * b + 4 * h * budget_ms)) / (2 * h))
         n = max(n, 1)
         while n > 1 and self.decode_span_ms(batch, kv_tokens, n - 1) >= budget_ms:
             n -= 1

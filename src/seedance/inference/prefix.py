@@ -99,8 +99,9 @@ class PrefixCache:
         block_tokens: Tokens per KV block.
     """
 
-    __slots__ = ("_heap", "_held", "_refs", "_seq", "block_tokens", "hit_tokens", "lookups", "pinned",
-                 "prompt", "prompt_tokens", "sessions", "st", "systems", "unpinned")
+    __slots__ = ("_by_key", "_found", "_heap", "_held", "_refs", "_sb", "_seq", "_sess", "_skey", "_sys",
+                 "block_tokens", "hit_tokens", "lookups", "pinned", "prompt", "prompt_tokens", "sessions", "st",
+                 "systems", "unpinned")
 
     def __init__(self, structure: PrefixStructure, prompt: NDArray[np.int64], block_tokens: int) -> None:
         self.st = structure
@@ -108,6 +109,7 @@ class PrefixCache:
         self.block_tokens = block_tokens
         self.systems: dict[int, _Node] = {}
         self.sessions: dict[tuple[int, int], _Node] = {}  # (system prompt, session) -> node
+        self._by_key: dict[int, _Node] = {}  # the same nodes by (system prompt, session) packed in one int
         self.pinned = 0  # blocks of referenced nodes
         self.unpinned = 0  # blocks of unreferenced nodes (evictable, inside the free pool)
         self._heap: list[tuple[float, int, int, _Node]] = []
@@ -117,41 +119,64 @@ class PrefixCache:
         self.lookups = 0
         self.hit_tokens = 0
         self.prompt_tokens = 0
+        # per request, as Python ints (read on every lookup): system prompt, session, (both), sys blocks
+        self._sys: list[int] = structure.sys_id.tolist()
+        self._sess: list[int] = structure.session.tolist()
+        span = max(self._sys, default=0) + 2  # sys ids are >= -1: (g + 1) in [0, span)
+        self._skey: list[int] = [s * span + g + 1 for g, s in zip(self._sys, self._sess, strict=True)]
+        self._sb: list[int] = (structure.sys_tokens // block_tokens).tolist()
+        # per request, its nodes once all of them exist (nodes are never deleted, only emptied)
+        self._found: list[tuple[_Node | None, _Node | None] | None] = [None] * len(self._sys)
 
     # ------------------------------------------------------------ lookup
     def _nodes(self, i: int, create: bool) -> tuple[_Node | None, _Node | None]:
-        g = int(self.st.sys_id[i])
-        s = int(self.st.session[i])
+        found = self._found[i]
+        if found is not None:
+            return found
+        g = self._sys[i]
+        s = self._sess[i]
         sysn = self.systems.get(g) if g >= 0 else None
         if sysn is None and g >= 0 and create:
             sysn = self.systems[g] = _Node(g, None)
-        sess = self.sessions.get((g, s)) if s >= 0 else None
+        sess = self._by_key.get(self._skey[i]) if s >= 0 else None
         if sess is None and s >= 0 and create:
-            sess = self.sessions[(g, s)] = _Node(s, sysn)
+            sess = self.sessions[(g, s)] = self._by_key[self._skey[i]] = _Node(s, sysn)
+        if (g < 0 or sysn is not None) and (s < 0 or sess is not None):
+            found = self._found[i] = (sysn, sess)
+            return found
         return sysn, sess
-
-    def _sys_blocks(self, i: int) -> int:
-        return int(self.st.sys_tokens[i]) // self.block_tokens
 
     def hit_blocks(self, i: int, prefill_len: int) -> int:
         """Blocks of ``i``'s prefix cached here now (at most ``(prefill_len - 1) // B``)."""
         sysn, sess = self._nodes(i, False)
-        sb = self._sys_blocks(i)
-        h = min(sysn.cached, sb) if sysn is not None else 0
+        sb = self._sb[i]
+        h = (sysn.cached if sysn.cached < sb else sb) if sysn is not None else 0
         if h == sb and sess is not None:
             h += sess.cached
-        return min(h, (prefill_len - 1) // self.block_tokens)
+        cap = (prefill_len - 1) // self.block_tokens
+        return h if h < cap else cap
 
     def admit_blocks(self, i: int, prefill_len: int) -> int:
         """Free blocks that admitting ``i`` takes: its private blocks plus the hit blocks that are
         not pinned yet (they leave the free pool)."""
-        h = self.hit_blocks(i, prefill_len)
-        extra = 0
+        return self.admission(i, prefill_len)[1]
+
+    def admission(self, i: int, prefill_len: int) -> tuple[int, int]:
+        """``(hit_blocks(i, n), admit_blocks(i, n))`` in one lookup."""
         sysn, sess = self._nodes(i, False)
-        for node in (sysn, sess):  # admission references (pins) both nodes, used or not
-            if node is not None and node.refs == 0:
-                extra += node.cached
-        return -(-prefill_len // self.block_tokens) - h + extra
+        sb = self._sb[i]
+        h = (sysn.cached if sysn.cached < sb else sb) if sysn is not None else 0
+        if h == sb and sess is not None:
+            h += sess.cached
+        cap = (prefill_len - 1) // self.block_tokens
+        if h > cap:
+            h = cap
+        extra = 0  # admission references (pins) both nodes, used or not
+        if sysn is not None and sysn.refs == 0:
+            extra += sysn.cached
+        if sess is not None and sess.refs == 0:
+            extra += sess.cached
+        return h, -(-prefill_len // self.block_tokens) - h + extra
 
     # -------------------------------------------------------- reference
     def _ref(self, node: _Node | None) -> None:
@@ -210,7 +235,7 @@ class PrefixCache:
         """``i`` holds the KV of its first ``tokens`` tokens: make their full blocks shared.
         Returns the blocks that moved from ``i``'s private blocks to the cache (``i``'s hit grows)."""
         sysn, sess = self._refs.get(i, (None, None))
-        sb = self._sys_blocks(i)
+        sb = self._sb[i]
         full = tokens // self.block_tokens
         moved = 0
         if sysn is not None:

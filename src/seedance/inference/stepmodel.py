@@ -65,10 +65,13 @@ class OnlineStepModel:
         """Record one measured iteration (its out-of-sample error first)."""
         if not (ms > 0 and math.isfinite(ms)):
             return
-        guess = self.predict(prefill_tokens, sq_tokens, decoders, kv_tokens)
-        if guess is not None:
+        th = self._theta
+        if th is not None:  # predict(), inlined (hot: every iteration of every replica)
+            guess = (th[0] + (th[1] if prefill_tokens > 0 else 0.0) + th[2] * prefill_tokens + th[3] * decoders
+                     + th[4] * kv_tokens + th[5] * sq_tokens / 1e6)
             self._abs_rel.append(abs(guess - ms) / ms)
-        self._buf.append((*self.features(prefill_tokens, sq_tokens, decoders, kv_tokens), ms))
+        self._buf.append((1.0, 1.0 if prefill_tokens > 0 else 0.0, float(prefill_tokens), float(decoders),
+                          float(kv_tokens), sq_tokens / 1e6, ms))  # features(), inlined
         self._n += 1
         if self._n >= self.warmup and (self._theta is None or self._n % self.refit == 0):
             rows = np.asarray(self._buf)
@@ -85,10 +88,12 @@ class OnlineStepModel:
         th = self._theta
         if th is None:
             return None
+        th0, th1, th2, th3, th4, th5 = th
+        dec = th3 * decoders
+        kv = th4 * kv_tokens
 
-        def fits(t: int) -> bool:
-            p = self.predict(t, float(t) * t, decoders, kv_tokens)
-            return p is not None and p <= budget_ms
+        def fits(t: int) -> bool:  # predict(t, t², decoders, kv_tokens) <= budget, the same sums in order
+            return ((th0 + (th1 if t > 0 else 0.0)) + th2 * t + dec + kv + th5 * (float(t) * t) / 1e6) <= budget_ms
 
         if cap <= 0 or not fits(1):
             return 0

@@ -99,7 +99,7 @@ class RequestBook:
 
     def prefill_len(self, i: int) -> int:
         """Tokens of ``i``'s (next) prefill: prompt plus output so far (recompute)."""
-        return int(self.prompt[i] + self.out[i])
+        return int(self.prompt[i]) + int(self.out[i])
 
 
 @dataclass(slots=True)
@@ -156,6 +156,20 @@ class ReplicaView:
         if self.prefix is not None and (ready is None or ready[i] <= 0):
             return self.prefix.admit_blocks(i, n)
         return self.blocks_for(n)
+
+    def admission(self, i: int) -> tuple[int, int, int]:
+        """``(prefill tokens, cached_tokens(i), admit_blocks(i))`` of waiting request ``i`` in one lookup."""
+        book = self.book
+        n = int(book.prompt[i]) + int(book.out[i])
+        ready = book.ready
+        if ready is not None:
+            r = int(ready[i])
+            if r > 0:
+                return n, min(r, n - 1), -(-n // self.block_tokens)
+        if self.prefix is not None:
+            h, need = self.prefix.admission(i, n)
+            return n, h * self.block_tokens, need
+        return n, 0, -(-n // self.block_tokens)
 
     @property
     def kv_usage(self) -> float:
@@ -291,8 +305,8 @@ def fcfs_fit(view: ReplicaView, candidates: Sequence[int], *, max_seqs: int, max
     tokens = 0
     out: list[int] = []
     for i in candidates:
-        n = view.book.prefill_len(i) - view.cached_tokens(i)
-        need = view.admit_blocks(i)
+        length, cached, need = view.admission(i)
+        n = length - cached
         if seqs + 1 > max_seqs or need > free or (out and tokens + n > max_tokens):
             break
         out.append(i)
@@ -331,8 +345,8 @@ class ChunkFill:
 
     def admit(self, i: int) -> bool:
         """Start waiting request ``i`` with a chunk; ``False`` (nothing taken) when it does not fit."""
-        n = self.view.book.prefill_len(i) - self.view.cached_tokens(i)
-        need = self.view.admit_blocks(i)
+        length, cached, need = self.view.admission(i)
+        n = length - cached
         if self.budget <= 0 or self.seqs + 1 > self.max_seqs or need > self.free:
             return False
         t = min(n, self.budget)

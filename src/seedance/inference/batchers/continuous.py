@@ -12,7 +12,7 @@ prefills already under way, then new requests, FCFS).
 
 from __future__ import annotations
 
-from seedance.inference.batchers.base import BATCHERS, Batcher, ChunkFill, Plan, ReplicaView, fcfs_fit
+from seedance.inference.batchers.base import BATCHERS, IDLE, Batcher, ChunkFill, Plan, ReplicaView, fcfs_fit
 
 
 @BATCHERS.register("continuous", aliases=("vllm", "orca"))
@@ -45,6 +45,8 @@ class ChunkedContinuousBatcher(Batcher):
     options = {"max_num_seqs": 256, "max_num_batched_tokens": 2048, "watermark": 0.01}
 
     def plan(self, view: ReplicaView) -> Plan:
+        if not view.waiting and not view.prefilling:
+            return IDLE  # every running request decodes, nothing to fill (what the fill below would say)
         fill = ChunkFill(view, int(self.opts["max_num_batched_tokens"]) - len(view.decoding),
                          max_seqs=int(self.opts["max_num_seqs"]),
                          watermark_blocks=int(float(self.opts["watermark"]) * view.total_blocks))

@@ -33,13 +33,14 @@ NOTE(seedance): the algorithm, once (whitepaper §2.1, read in SPEC-MAP.md).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 
 from seedance.inference.batchers.base import (
     BATCHERS,
+    IDLE,
     Batcher,
     ChunkFill,
     Plan,
@@ -87,6 +88,43 @@ def clusters(features: np.ndarray[Any, Any], candidates: list[int], delta: float
         k = int(rest[0])
 
 
+def admit_clusters(features: np.ndarray[Any, Any], candidates: list[int], delta: float,
+                   admit: Callable[[int], bool], *, first_only: bool = False) -> None:
+    """Offer ``candidates`` to ``admit`` cluster by cluster, in the order of :func:`clusters`,
+    stopping at the first refusal (and after the first cluster with ``first_only``).
+
+    Lazy: a candidate's distance is computed only when the offers reach it (an iteration usually
+    admits a few requests of a long queue, so most of the window is never looked at). The squared
+    distance is summed left to right, as numpy sums a row of a few features, so the clusters
+    and the offers are exactly those of :func:`clusters`.
+
+    >>> f = np.array([[0.0, 0.0], [0.5, 0.0], [3.0, 0.0], [3.2, 0.0]])
+    >>> seen = []
+    >>> admit_clusters(f, [0, 1, 2, 3], 1.0, lambda i: seen.append(i) or i != 2)
+    >>> seen
+    [0, 1, 2]
+    """
+    left = list(candidates)
+    d2 = delta * delta
+    while left:
+        anchor = features[left[0]].tolist()
+        if not admit(left[0]):
+            return
+        rest: list[int] = []
+        for j in left[1:]:
+            d = 0.0
+            for x, a in zip(features[j].tolist(), anchor, strict=True):
+                d += (x - a) * (x - a)
+            if d <= d2:
+                if not admit(j):
+                    return
+            else:
+                rest.append(j)
+        if first_only:
+            return
+        left = rest
+
+
 @BATCHERS.register("seedance")
 class SeedanceBatcher(Batcher):
     """Profile-clustered, SLO-bounded iteration-level batching with elastic paged KV."""
@@ -127,6 +165,18 @@ class SeedanceBatcher(Batcher):
                              source="--batcher-option", field="step_model")
         self.last_delta = float(self.opts["delta"])
         self.step_model = OnlineStepModel()
+        # the options as the hot path reads them (converted once; ``opts`` stays the record)
+        self._cap = int(self.opts["max_num_batched_tokens"])
+        self._share = float(self.opts["iteration_share"])
+        self._profile = self.opts["step_model"] == "profile"
+        self._min_chunk = int(self.opts["min_chunk"])
+        self._guard = float(self.opts["ttft_guard"])
+        self._max_seqs = int(self.opts["max_num_seqs"])
+        self._watermark = float(self.opts["watermark"])
+        self._window = int(self.opts["window"])
+        self._delta = float(self.opts["delta"])
+        self._shrink_at = float(self.opts["shrink_at"])
+        self._shrink_to = float(self.opts["shrink_to"])
 
     def observe_iteration(self, prefill_tokens: int, sq_tokens: float, decoders: int, kv_tokens: float,
                           ms: float) -> None:
@@ -135,17 +185,16 @@ class SeedanceBatcher(Batcher):
 
     def delta(self, view: ReplicaView) -> float:
         """δ at the view's KV usage."""
-        return adaptive_delta(float(self.opts["delta"]), view.kv_usage, shrink_at=float(self.opts["shrink_at"]),
-                              shrink_to=float(self.opts["shrink_to"]))
+        return adaptive_delta(self._delta, view.kv_usage, shrink_at=self._shrink_at, shrink_to=self._shrink_to)
 
     def budget(self, view: ReplicaView) -> int:
         """Prefill tokens the next iteration may add without exceeding the TPOT bound."""
-        cap = int(self.opts["max_num_batched_tokens"])
+        cap = self._cap
         b = len(view.decoding)
         if b == 0 or not math.isfinite(view.tpot_ms):
             return cap
-        limit = float(self.opts["iteration_share"]) * view.tpot_ms
-        if self.opts["step_model"] == "profile":
+        limit = self._share * view.tpot_ms
+        if self._profile:
             step = view.step
             if step is None:
                 return cap
@@ -156,26 +205,23 @@ class SeedanceBatcher(Batcher):
                 tokens = max(step.max_prefill_tokens(limit, cap + b) - b, 0)
         else:
             est = self.step_model.max_prefill_tokens(limit, b, view.kv_tokens, cap)
-            tokens = int(self.opts["min_chunk"]) if est is None else est
-        if tokens < int(self.opts["min_chunk"]) and view.waiting and math.isfinite(view.ttft_ms):
+            tokens = self._min_chunk if est is None else est
+        if tokens < self._min_chunk and view.waiting and math.isfinite(view.ttft_ms):
             waited = (view.now - float(view.book.arrival[view.waiting[0]])) * 1000.0
-            if waited >= float(self.opts["ttft_guard"]) * view.ttft_ms or view.prefilling:
-                tokens = int(self.opts["min_chunk"])
+            if waited >= self._guard * view.ttft_ms or view.prefilling:
+                tokens = self._min_chunk
         return min(tokens, cap)
 
     def plan(self, view: ReplicaView) -> Plan:
         if not view.waiting and not view.prefilling:
-            return Plan()
-        fill = ChunkFill(view, self.budget(view), max_seqs=int(self.opts["max_num_seqs"]),
-                         watermark_blocks=int(float(self.opts["watermark"]) * view.total_blocks))
+            return IDLE
+        fill = ChunkFill(view, self.budget(view), max_seqs=self._max_seqs,
+                         watermark_blocks=int(self._watermark * view.total_blocks))
         fill.continue_prefills()
         if fill.budget > 0 and view.waiting:
             self.last_delta = self.delta(view)
-            pressured = view.kv_usage > float(self.opts["shrink_at"])
-            window = view.waiting[: int(self.opts["window"])]
-            for group in clusters(view.book.features, window, self.last_delta):
-                if not all(fill.admit(i) for i in group) or pressured:
-                    break
+            admit_clusters(view.book.features, view.waiting[: self._window], self.last_delta, fill.admit,
+                           first_only=view.kv_usage > self._shrink_at)
         return fill.plan()
 
     @classmethod
