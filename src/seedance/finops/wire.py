@@ -15,7 +15,7 @@ from typing import Annotated, Any
 import numpy as np
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
-from seedance.control.schemas import Int
+from seedance.core.numbers import Int
 from seedance.finops.ingest import ContainerKey, NodeWindow
 
 NAME = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"

@@ -38,12 +38,13 @@ from seedance.control.policydoc import (
     canonical_queue_order,
     default_policy_validator,
 )
-from seedance.control.schemas import NAME_PATTERN, Int, PlacementName, QueueOrderName
+from seedance.control.schemas import NAME_PATTERN, PlacementName, QueueOrderName
 from seedance.control.services import clusters, policies
 from seedance.control.services.compliance import Timestamp
 from seedance.core.cluster import ClusterSpec, NodeSpec
 from seedance.core.errors import InputError, UnknownNameError
 from seedance.core.lifecycle import JobStatus
+from seedance.core.numbers import Int
 from seedance.sim.sandbox import ReplayPolicy, SandboxOptions, sandbox_diff
 from seedance.tiers.config import DEFAULT_TIER_CONFIG, TierConfig
 from seedance.traces.schema import PodTrace
