@@ -147,7 +147,17 @@ def test_bad_queries_are_input_errors() -> None:
     with pytest.raises(InputError, match="annotations"):
         q(aggregate=("annotation:owner",))
     with pytest.raises(InputError, match="ends before"):
-        AllocationQuery(start=T0, end=T0)
+        AllocationQuery(start=T0, end=T0 - dt.timedelta(seconds=1))
+    with pytest.raises(InputError, match="this window has 50001 steps of 3600 s; at most 50000") as e:
+        q(end=T0 + dt.timedelta(hours=50001), step_s=3600.0)
+    assert e.value.source == "step"
+    assert q(end=T0 + dt.timedelta(hours=50000), step_s=3600.0).step_s == 3600.0  # the bound itself is allowed
+
+
+def test_an_empty_window_is_an_empty_allocation() -> None:
+    """``all`` of an empty ledger: start == end, one empty step, nothing allocated."""
+    doc = allocate(one_hour(), AllocationQuery(start=T0, end=T0, step_s=3600.0), cluster="c")
+    assert (doc["total_cost"], doc["allocations"], [s["allocations"] for s in doc["sets"]]) == (0.0, [], [[]])
 
 
 def test_samples_straddling_a_window_edge_are_split_exactly() -> None:

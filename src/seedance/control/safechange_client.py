@@ -115,10 +115,18 @@ class LocalSafeChange(SafeChangeClient):
             return compliance.record_evidence(session=s, principal=self._local.principal, data=data)
 
     def dry_run(self, proposal: dict[str, Any]) -> dict[str, Any]:
+        from pydantic import ValidationError
+
         from seedance.control.services import dryrun
+        from seedance.core.errors import InputError
 
         svc = self._local.service
-        data = dryrun.DryRunProposal.model_validate(proposal)
+        try:
+            data = dryrun.DryRunProposal.model_validate(proposal)
+        except ValidationError as exc:  # the API answers 422; the CLI says the same on one line
+            err = exc.errors()[0]
+            field = str(err["loc"][0]) if err["loc"] else None
+            raise InputError(str(err["msg"]).removeprefix("Value error, "), source="dry run", field=field) from None
         st = svc.settings
         with svc.db.read() as s:
             prepared = dryrun.prepare(session=s, name=data.name, request=data, default_placement=st.default_placement,

@@ -28,6 +28,7 @@ import seedance.scheduling.policies  # noqa: F401  (registers the placement poli
 from seedance.core.catalog import CATALOG
 from seedance.core.errors import UnknownNameError
 from seedance.core.lifecycle import JobStatus, NodeStatus
+from seedance.core.numbers import Int
 from seedance.core.resources import MILLI_PER_GPU
 from seedance.scheduling import PLACEMENT_POLICIES, QUEUE_ORDERS
 from seedance.tiers import DEFAULT_TIER_CONFIG
@@ -50,15 +51,6 @@ NO_NUL_PATTERN = r"^[^\x00]*$"
 _NO_NUL = Field(json_schema_extra={"pattern": NO_NUL_PATTERN})  # documents what _printable enforces
 
 
-def _integral(v: object) -> object:
-    """JSON Schema's ``integer`` includes ``1109.0``: accept integral floats as ints (strict otherwise)."""
-    if isinstance(v, float) and v.is_integer() and abs(v) < 2**63:
-        return int(v)
-    return v
-
-
-Int = Annotated[int, BeforeValidator(_integral)]
-"""An integer field of a request body: ints and integral floats; no strings, no booleans."""
 MAX_BODY_ID = 2**53
 """Largest id in a JSON body: JSON numbers above 2**53 lose precision in many clients (JavaScript, JSON Schema
 validators comparing as floats), so a bound above it would be enforced differently than documented."""

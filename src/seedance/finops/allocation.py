@@ -27,6 +27,7 @@ import numpy as np
 from seedance.core.errors import InputError
 from seedance.finops.lines import ALLOC, IDLE, SHARED, LedgerFrame, at
 from seedance.finops.prices import GIB
+from seedance.finops.window import step_count
 
 IDLE_NAME = "__idle__"
 UNALLOCATED = "__unallocated__"
@@ -59,10 +60,12 @@ class AllocationQuery:
             raise InputError(f"unknown rule {self.share_idle!r}; valid: {', '.join(SHARE_IDLE)}", source="shareIdle")
         if self.share_split not in ("weighted", "even"):
             raise InputError(f"unknown split {self.share_split!r}; valid: weighted, even", source="shareSplit")
-        if self.end <= self.start:
+        if self.end < self.start:
             raise InputError("window ends before it starts", source="window")
         if self.step_s is not None and not self.step_s > 0:
             raise InputError("must be > 0", source="step")
+        if self.step_s is not None:
+            step_count(self.start, self.end, self.step_s)
         for a in self.aggregate:
             _prop(a)
 
@@ -279,7 +282,7 @@ def allocate(frame: LedgerFrame, q: AllocationQuery, *, cluster: str = "") -> di
     ws = frame.window_start
     inside = (ws >= start) & (ws < end)
     frame = frame.take(inside)
-    step = q.step_s or (end - start)
+    step = q.step_s or (end - start) or 1.0  # an empty window (``all`` of an empty ledger) is one empty step
     nsteps = max(1, math.ceil((end - start) / step - 1e-9))
     bucket = np.minimum(np.floor((frame.window_start - start) / step).astype(np.int64), nsteps - 1)
     warnings: list[str] = []

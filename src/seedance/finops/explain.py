@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from seedance.finops.lines import ALLOC, IDLE, SHARED, LedgerFrame, at
+from seedance.finops.window import step_count
 
 EFFECTS = ("volume", "price", "mix", "idle", "efficiency", "shared")
 _RES = {"gpu": ("gpu_usage_h", "gpu_h", "gpu_cost"), "cpu": ("cpu_usage_h", "cpu_h", "cpu_cost"),
@@ -161,7 +162,7 @@ def explain(frame0: LedgerFrame, frame1: LedgerFrame, *, w0: tuple[dt.datetime, 
 
 
 def _steps(w: tuple[dt.datetime, dt.datetime], step_s: float) -> int:
-    return max(1, int(np.ceil((w[1].timestamp() - w[0].timestamp()) / step_s - 1e-9)))
+    return step_count(w[0], w[1], step_s)
 
 
 def _buckets(frame: LedgerFrame, w: tuple[dt.datetime, dt.datetime], step_s: float, n: int) -> Any:

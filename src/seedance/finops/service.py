@@ -43,12 +43,14 @@ class FinopsService:
         self.prices = prices or default_prices()
 
     # ------------------------------------------------------------------------------------ queries
-    def _range(self, window: str, *, cluster: str, source: str, now: dt.datetime | None
+    def _range(self, window: str, *, cluster: str, source: str, now: dt.datetime | None, param: str = "window"
                ) -> tuple[dt.datetime, dt.datetime]:
+        """``[start, end)`` of a window expression; ``all`` of an empty ledger is the empty range at the epoch."""
         extent = self.store.extent(cluster=cluster, source=source)
         if now is None and source != "live" and extent is not None:
             now = extent[1]  # a replay's relative windows end where the replay ends
-        return parse_window(window, now=now, all_range=extent or (dt.datetime.fromtimestamp(0, dt.UTC),) * 2)
+        return parse_window(window, now=now, all_range=extent or (dt.datetime.fromtimestamp(0, dt.UTC),) * 2,
+                            source=param)
 
     def allocation(self, *, window: str, aggregate: Sequence[str] = ("namespace",), step: str | None = None,
                    idle: bool = True, share_idle: str = "none", idle_by_node: bool = False,
@@ -56,8 +58,6 @@ class FinopsService:
                    source: str = "live", fmt: str = "seedance", now: dt.datetime | None = None) -> dict[str, Any]:
         """OpenCost's ``/allocation`` over the ledger."""
         start, end = self._range(window, cluster=cluster, source=source, now=now)
-        if end <= start:
-            raise InputError(f"the ledger of {cluster}/{source} is empty", source="window")
         rule = SHARE_IDLE_ALIASES.get(share_idle.strip().lower(), share_idle.strip().lower())
         q = AllocationQuery(start=start, end=end, aggregate=tuple(aggregate) or ("namespace",),
                             step_s=parse_duration(step) if step else None, idle=idle, share_idle=rule,
@@ -76,8 +76,8 @@ class FinopsService:
                 source: str = "live", filters: Sequence[tuple[str, str]] = (), now: dt.datetime | None = None
                 ) -> dict[str, Any]:
         """Decompose the cost change from ``window_from`` to ``window_to``."""
-        w0 = self._range(window_from, cluster=cluster, source=source, now=now)
-        w1 = self._range(window_to, cluster=cluster, source=source, now=now)
+        w0 = self._range(window_from, cluster=cluster, source=source, now=now, param="from")
+        w1 = self._range(window_to, cluster=cluster, source=source, now=now, param="to")
         f0 = self.store.read(cluster=cluster, source=source, start=w0[0], end=w0[1])
         f1 = self.store.read(cluster=cluster, source=source, start=w1[0], end=w1[1])
         m0 = label_mask(f0, filters) if filters else None
@@ -93,8 +93,10 @@ class FinopsService:
         recomputed (idempotent per node-window and per part)."""
         ing = LedgerIngestor(post.cluster, self.prices, window_s=post.window_s, source=post.source)
         written = 0
-        for w in post.windows:
-            nw = to_node_window(post.node, w, post.window_s)
+        # every window is checked before any is stored: a refused post stores nothing
+        nws = [to_node_window(post.node, w, post.window_s, field=f"windows.{i}.window_start")
+               for i, w in enumerate(post.windows)]
+        for nw in nws:
             lines = ing.alloc_lines(nw)
             start, end = ing.window_bounds(nw.window)
             shared = None

@@ -10,6 +10,7 @@ ledger holds; the caller supplies that range). ``step`` and durations: ``<n>m``,
 from __future__ import annotations
 
 import datetime as dt
+import math
 import re
 
 from seedance.core.errors import InputError
@@ -29,6 +30,24 @@ def parse_duration(text: str, *, source: str = "step") -> float:
     if m is None or float(m.group(1)) <= 0:
         raise InputError(f"not a duration like 30m, 1h, 7d: {text!r}", source=source)
     return float(m.group(1)) * _UNIT_S[m.group(2)]
+
+
+MAX_STEPS = 50_000
+"""Most steps one query may split a window into (a month of minutes is 43,200; beyond the bound a tiny ``step``
+over a long window would keep a worker busy for hours)."""
+
+
+def step_count(start: dt.datetime, end: dt.datetime, step_s: float, *, source: str = "step") -> int:
+    """Steps of ``step_s`` seconds covering ``[start, end)`` (at least one), refused above :data:`MAX_STEPS`.
+
+    >>> step_count(dt.datetime(2026, 1, 1, tzinfo=UTC), dt.datetime(2026, 1, 2, tzinfo=UTC), 3600.0)
+    24
+    """
+    n = max(1.0, math.ceil((end - start).total_seconds() / step_s - 1e-9))
+    if n > MAX_STEPS:
+        raise InputError(f"this window has {n:.0f} steps of {step_s:g} s; at most {MAX_STEPS} (use a longer step)",
+                         source=source)
+    return int(n)
 
 
 def _time(text: str, source: str) -> dt.datetime:

@@ -13,20 +13,45 @@ import datetime as dt
 from typing import Annotated, Any
 
 import numpy as np
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
+from seedance.core.numbers import Int
 from seedance.finops.ingest import ContainerKey, NodeWindow
 
 NAME = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
 MAX_CONTAINERS = 64
 """Containers per posted window: an agent splits a node-window into parts (each replaces its own
 containers' lines), so every post stays well inside the server's body limit."""
-_S = Field(ge=0, allow_inf_nan=False)
+MAX_WINDOW_S = 86400.0
+"""The longest ledger window (``window_s``); a node is up at most this long in one window."""
+MAX_SECONDS = 1e15
+"""Bound of a posted sum of seconds (run-, core-, GPU-seconds; 10**15 s is 31.7 million core-years): far above
+any real window, and low enough that prices and sums over it stay finite (no inf or NaN is ever stored)."""
+MAX_BYTE_SECONDS = 1e21
+"""Bound of a posted byte-seconds sum (2**50 bytes for a whole day is 9.7e19)."""
+MAX_EPOCH_S = 253402300799.0
+"""9999-12-31T23:59:59Z, the last second a date-time can name."""
+_S = Field(ge=0, le=MAX_SECONDS, allow_inf_nan=False)
+_B = Field(ge=0, le=MAX_BYTE_SECONDS, allow_inf_nan=False)
+_T = Field(ge=0, le=MAX_EPOCH_S, allow_inf_nan=False, description="Unix seconds.")
+_FIRST_START = dt.datetime(1, 1, 1, tzinfo=dt.UTC)
+_LAST_START = dt.datetime(9999, 12, 30, tzinfo=dt.UTC)
 
 
 def _rfc3339(v: object) -> object:
     if not isinstance(v, str | dt.datetime):
         raise ValueError("must be an RFC 3339 date-time string")
+    return v
+
+
+def _representable(v: dt.datetime) -> dt.datetime:
+    """A window start whose window (up to a day long) has UTC dates: years 0001 to 9999."""
+    try:
+        utc = v.astimezone(dt.UTC) if v.tzinfo is not None else v.replace(tzinfo=dt.UTC)
+    except OverflowError:
+        utc = None
+    if utc is None or not _FIRST_START <= utc <= _LAST_START:
+        raise ValueError("must lie between 0001-01-01T00:00:00Z and 9999-12-30T00:00:00Z in UTC")
     return v
 
 
@@ -41,15 +66,15 @@ class ContainerWindow(BaseModel):
     controller_kind: str = Field(default="", max_length=63)
     labels: dict[str, str] = Field(default_factory=dict, max_length=32)
     gpu_model: str = Field(default="", max_length=64)
-    first_seen: float = Field(allow_inf_nan=False)
-    last_seen: float = Field(allow_inf_nan=False)
+    first_seen: float = _T
+    last_seen: float = _T
     run_s: float = _S
     cpu_request_s: float = _S
     cpu_usage_s: float = _S
     cpu_billed_s: float = _S
-    ram_request_s: float = _S
-    ram_usage_s: float = _S
-    ram_billed_s: float = _S
+    ram_request_s: float = _B
+    ram_usage_s: float = _B
+    ram_billed_s: float = _B
     gpu_request_s: float = _S
     gpu_usage_s: float = _S
     gpu_billed_s: float = _S
@@ -59,11 +84,13 @@ class NodeWindowIn(BaseModel):
     """A node's accumulation for one ledger window."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
-    window_start: Annotated[dt.datetime, BeforeValidator(_rfc3339)] = Field(strict=False)
-    node_s: float = _S
+    window_start: Annotated[dt.datetime, BeforeValidator(_rfc3339), AfterValidator(_representable)] = Field(
+        strict=False)
+    node_s: float = Field(ge=0, le=MAX_WINDOW_S, allow_inf_nan=False)
     cpu_core_s: float = _S
-    ram_byte_s: float = _S
-    gpu_s: dict[str, float] = Field(default_factory=dict)
+    ram_byte_s: float = _B
+    gpu_s: dict[Annotated[str, Field(max_length=64)], Annotated[float, _S]] = Field(default_factory=dict,
+                                                                                 max_length=32)
     containers: list[ContainerWindow] = Field(default_factory=list, max_length=MAX_CONTAINERS)
 
 
@@ -82,21 +109,21 @@ class DeviceIn(BaseModel):
     """The newest state of one GPU or MIG instance."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
-    gpu: int = Field(ge=-1, le=1024)
+    gpu: Int = Field(ge=-1, le=1024)
     slice: str = Field(default="", max_length=16)
     uuid: str = Field(max_length=253)
     model: str = Field(default="unknown", max_length=64)
     profile: str = Field(default="", max_length=32)
-    fraction: float = Field(default=1.0, gt=0, le=1)
-    util_pct: float | None = Field(default=None, ge=0, le=100)
-    mem_used_mib: float | None = Field(default=None, ge=0)
-    mem_total_mib: float | None = Field(default=None, ge=0)
-    power_w: float | None = Field(default=None, ge=0)
-    temp_c: float | None = Field(default=None, ge=-50, le=200)
-    sm_clock_mhz: float | None = Field(default=None, ge=0)
+    fraction: float = Field(default=1.0, gt=0, le=1, allow_inf_nan=False)
+    util_pct: float | None = Field(default=None, ge=0, le=100, allow_inf_nan=False)
+    mem_used_mib: float | None = Field(default=None, ge=0, le=2**40, allow_inf_nan=False)
+    mem_total_mib: float | None = Field(default=None, ge=0, le=2**40, allow_inf_nan=False)
+    power_w: float | None = Field(default=None, ge=0, le=1e6, allow_inf_nan=False)
+    temp_c: float | None = Field(default=None, ge=-50, le=200, allow_inf_nan=False)
+    sm_clock_mhz: float | None = Field(default=None, ge=0, le=1e6, allow_inf_nan=False)
     lost: bool = False
     holders: list[HolderIn] = Field(default_factory=list, max_length=16)
-    cost_usd_h: float = Field(default=0.0, ge=0)
+    cost_usd_h: float = Field(default=0.0, ge=0, le=1e9, allow_inf_nan=False)
 
 
 class TelemetryPost(BaseModel):
@@ -106,25 +133,26 @@ class TelemetryPost(BaseModel):
     cluster: str = Field(default="default", pattern=NAME)
     node: str = Field(min_length=1, max_length=253)
     source: str = Field(default="live", max_length=63)
-    window_s: float = Field(default=3600.0, ge=60, le=86400)
+    window_s: float = Field(default=3600.0, ge=60, le=MAX_WINDOW_S, allow_inf_nan=False)
     windows: list[NodeWindowIn] = Field(default_factory=list, max_length=4)
     gpus: list[DeviceIn] | None = Field(default=None, max_length=128)
 
 
-def window_index(start: dt.datetime, window_s: float) -> int:
+def window_index(start: dt.datetime, window_s: float, *, field: str = "window_start") -> int:
     """The ledger window number of a window start (it must sit on a window edge)."""
     t = start.timestamp()
     w = round(t / window_s)
     if abs(w * window_s - t) > 1e-6:
         from seedance.core.errors import InputError
 
-        raise InputError(f"window_start {start.isoformat()} is not on a {window_s:g} s edge", field="window_start")
+        raise InputError(f"window_start {start.isoformat()} is not on a {window_s:g} s edge", source="body",
+                         field=field)
     return int(w)
 
 
-def to_node_window(node: str, w: NodeWindowIn, window_s: float) -> NodeWindow:
-    """The :class:`NodeWindow` of a posted window."""
-    nw = NodeWindow(window=window_index(w.window_start, window_s), node=node, node_s=w.node_s,
+def to_node_window(node: str, w: NodeWindowIn, window_s: float, *, field: str = "window_start") -> NodeWindow:
+    """The :class:`NodeWindow` of a posted window (``field`` names its ``window_start`` in errors)."""
+    nw = NodeWindow(window=window_index(w.window_start, window_s, field=field), node=node, node_s=w.node_s,
                     cpu_core_s=w.cpu_core_s, ram_byte_s=w.ram_byte_s, gpu_s=dict(w.gpu_s))
     for c in w.containers:
         key = (ContainerKey(c.namespace, c.pod, c.container, c.controller, c.controller_kind,

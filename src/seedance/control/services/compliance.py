@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
@@ -223,7 +224,7 @@ def gate(
     """Refuse a failing report unless overridden with a reason; log the override or the passed check."""
     if report.failed and not override:
         raise ComplianceRefused(report, policy)
-    if override and not (reason and reason.strip()):
+    if override and not has_text(reason):
         raise InputError("an override needs a reason", source="request body", field="reason")
     if report.failed:
         record_override(session=session, principal=principal, policy=policy, reason=str(reason), report=report,
@@ -253,10 +254,26 @@ def _summary(report: ComplianceReport) -> dict[str, Any]:
                         "message": f.message} for f in report.errors()]}
 
 
+_BLANK = r"\t\n\v\f\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+NONBLANK_PATTERN = f"[^{_BLANK}]"
+"""A character that is not blank, spelled out so that Python and ECMA-262 (JSON Schema) read it alike (their
+``\\s`` differ): the blanks are those of Python's ``str.isspace`` and of ECMA-262's ``\\s`` together."""
+_NONBLANK = re.compile(NONBLANK_PATTERN)
+
+
+def has_text(v: str | None) -> bool:
+    """Whether ``v`` has a character that is not blank (:data:`NONBLANK_PATTERN`)."""
+    return v is not None and _NONBLANK.search(v) is not None
+
+
 class EnableRequest(BaseModel):
     """Optional body of ``POST /api/v1/policies/{name}/enable``."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, json_schema_extra={
+        # the rule of gate(): an override needs a reason that is not blank
+        "if": {"properties": {"override": {"const": True}}, "required": ["override"]},
+        "then": {"properties": {"reason": {"type": "string", "pattern": NONBLANK_PATTERN}}, "required": ["reason"]},
+    })
 
     override: bool = Field(default=False, description="Enable despite compliance errors (needs a reason).")
     reason: Annotated[str, StringConstraints(max_length=500)] | None = Field(

@@ -38,12 +38,13 @@ from seedance.control.policydoc import (
     canonical_queue_order,
     default_policy_validator,
 )
-from seedance.control.schemas import NAME_PATTERN
+from seedance.control.schemas import NAME_PATTERN, PlacementName, QueueOrderName
 from seedance.control.services import clusters, policies
 from seedance.control.services.compliance import Timestamp
 from seedance.core.cluster import ClusterSpec, NodeSpec
 from seedance.core.errors import InputError, UnknownNameError
 from seedance.core.lifecycle import JobStatus
+from seedance.core.numbers import Int
 from seedance.sim.sandbox import ReplayPolicy, SandboxOptions, sandbox_diff
 from seedance.tiers.config import DEFAULT_TIER_CONFIG, TierConfig
 from seedance.traces.schema import PodTrace
@@ -66,11 +67,11 @@ class DryRunRequest(BaseModel):
         "(default: as the live loop runs, tiered when the service places by tier pools).")
     preemption: bool = Field(default=False, description="Let the tiered replay preempt by cost (the live loop "
                              "does not preempt yet; on: what preemption would change).")
-    max_jobs: int = Field(default=200_000, ge=1, le=1_000_000, description="Most jobs replayed (newest kept).")
-    placement: str | None = Field(default=None, max_length=63,
-                                  description="Proposed placement policy instead of the policy's own.")
-    queue_order: str | None = Field(default=None, max_length=63,
-                                    description="Proposed queue order instead of the policy's own.")
+    max_jobs: Int = Field(default=200_000, ge=1, le=1_000_000, description="Most jobs replayed (newest kept).")
+    placement: PlacementName | Literal[""] | None = Field(
+        default=None, description="Proposed placement policy instead of the policy's own (empty or null: its own).")
+    queue_order: QueueOrderName | Literal[""] | None = Field(
+        default=None, description="Proposed queue order instead of the policy's own (empty or null: its own).")
 
 
 class DryRunProposal(DryRunRequest):

@@ -18,10 +18,24 @@ router = APIRouter(prefix="/api/v1", responses=ERROR_RESPONSES, tags=["finops"])
 Cluster = Annotated[str, Query(pattern=NAME_PATTERN, max_length=63)]
 Source = Annotated[str, Query(max_length=63, pattern=r"^[A-Za-z0-9:._-]+$",
                               description="live, or replay:<policy> for a replayed trace.")]
-WINDOW = (r"^(today|yesterday|week|lastweek|month|lastmonth|all|[0-9]{1,5}[mhdw]"
-          r"|[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}Z,[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}Z|[0-9]{1,10},[0-9]{1,10})$")
+_YEAR = r"(?:[1-9][0-9]{3}|0[1-9][0-9]{2}|00[1-9][0-9]|000[1-9])"
+_LEAP = r"(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:0[48]|[2468][048]|[13579][26])00)"
+_DATE = (rf"(?:{_YEAR}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)"
+         rf"|02-(?:0[1-9]|1[0-9]|2[0-8]))|{_LEAP}-02-29)")
+RFC3339_UTC = rf"{_DATE}T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]Z"
+"""A UTC time to the second that exists in the calendar (years 0001-9999, leap days of leap years only), so
+every string the pattern admits parses (``finops.window``)."""
+WINDOW = (rf"^(today|yesterday|week|lastweek|month|lastmonth|all|[1-9][0-9]{{0,4}}[mhdw]"
+          rf"|{RFC3339_UTC},{RFC3339_UTC}|[0-9]{{1,10}},[0-9]{{1,10}})$")
+"""The windows ``finops.window.parse_window`` accepts. One rule is beyond a pattern: a pair must end after it
+starts (a reversed pair answers 422 naming the parameter)."""
 STEP = r"^(?:[0-9]*[1-9][0-9]*(?:\.[0-9]+)?|[0-9]+\.[0-9]*[1-9][0-9]*)[smhdw]$"
 """A positive ``step`` duration (``finops.window.parse_duration``: a number above 0 and a unit s, m, h, d, w)."""
+_LABEL_KEY = r"[A-Za-z0-9](?:[-A-Za-z0-9_./]{0,251}[A-Za-z0-9])?"
+_AGG_ITEM = rf"(?:[Ll][Aa][Bb][Ee][Ll]:)?{_LABEL_KEY}"
+AGGREGATE = rf"^(?:{_AGG_ITEM}(?:,{_AGG_ITEM})*)?$"
+"""``aggregate``: properties and label keys (Kubernetes' label-key characters), ``label:<key>``, comma-separated;
+empty means ``namespace``. Every string it admits is a valid query (no empty item, no ``annotation:``)."""
 Window = Annotated[str, Query(max_length=100, pattern=WINDOW,
                               description="today, 7d, lastweek, an RFC3339 or Unix pair, or all.")]
 
@@ -47,7 +61,9 @@ def finops(request: Request) -> FinopsService:
 def allocation(
     request: Request, me: PrincipalDep,
     window: Window = "7d",
-    aggregate: Annotated[str, Query(max_length=300)] = "namespace",
+    aggregate: Annotated[str, Query(max_length=300, pattern=AGGREGATE, description=(
+        "Comma-separated properties: cluster, node, namespace, pod, container, controller, controllerKind, "
+        "gpu_model, label:<key> or a bare label key."))] = "namespace",
     step: Annotated[str | None, Query(max_length=20, pattern=STEP)] = None,
     idle: bool = True,
     share_idle: Annotated[str, Query(alias="shareIdle", max_length=10,
