@@ -149,6 +149,7 @@ class ClusterState:
         self._log: I64 = np.zeros(1024, dtype=np.int64)
         self._log_len = 0
         self._columns: dict[Hashable, NodeColumn] = {}
+        self._derived: dict[Hashable, object] = {}
         self._ever: dict[tuple[int, int, int, tuple[str, ...]], bool] = {}
         self._all: BoolA = _ro(np.ones(n, dtype=np.bool_))
         # read-only views handed to policies (they track the arrays they view)
@@ -233,6 +234,20 @@ class ClusterState:
         if col is None:
             col = self._columns[key] = NodeColumn(self, compute)
         return col
+
+    def derived(self, key: Hashable, build: Callable[[], _T], kind: type[_T]) -> _T:
+        """The state-owned object named ``key``, built by ``build()`` on first use.
+
+        For models derived from the state that several readers share (one fragmentation model for
+        a policy and the simulator's metric, say): each is built once per state and lives as long
+        as it. ``kind`` is the type the object must have.
+        """
+        obj = self._derived.get(key)
+        if obj is None:
+            obj = self._derived[key] = build()
+        if not isinstance(obj, kind):
+            raise TypeError(f"state-owned object {key!r} is a {type(obj).__name__}, not a {kind.__name__}")
+        return obj
 
     def column(self, key: Hashable, compute: Callable[[NDArray[np.intp]], NDArray[Any]]) -> NDArray[Any]:
         """Every node's current value of the state-owned column named ``key``."""
@@ -468,6 +483,7 @@ def _placement_class(p: Placement) -> int:
 
 
 _A = TypeVar("_A", bound="np.ndarray[Any, Any]")
+_T = TypeVar("_T")
 
 
 def _ro(a: _A) -> _A:

@@ -29,6 +29,8 @@ from seedance.core.cluster import ClusterState
 from seedance.scheduling.tasktypes import TaskTypes
 
 F64 = NDArray[np.float64]
+#: A fragmentation class: (model id, CPU level, free milli per GPU sorted descending).
+ClassKey = tuple[int, int, tuple[int, ...]]
 
 
 class FragModel:
@@ -68,12 +70,20 @@ class FragModel:
         self._cuts: list[int] = self.cpu_cuts.tolist()
         #: number of distinct CPU levels (``0 .. len(cpu_cuts)``)
         self.n_levels = len(self._cuts) + 1
-        self._class_index: dict[tuple[int, int, bytes], int] = {}
+        # a free CPU of each level (what a class is valued with)
+        self._level_cpu = [self._cuts[0] - 1 if self._cuts else 0] + self._cuts
+        self._class_index: dict[ClassKey, int] = {}
+        self._class_keys: list[ClassKey] = []  # class id -> (model id, CPU level, free GPUs sorted descending)
+        self._class_frag: list[float] = []  # class id -> fragmentation (classes valued so far)
+        self._frag_arr: F64 = np.zeros(64, dtype=np.float64)  # the same, as an array
         self._class_of: list[int] = []  # shape id -> class id
         self._class_arr: NDArray[np.int64] = np.zeros(64, dtype=np.int64)  # the same, as an array
-        self._class_rep: list[int] = []  # class id -> the first shape id of the class
-        self._class_frag: list[float] = []  # class id -> fragmentation
-        self._frag_arr: F64 = np.zeros(64, dtype=np.float64)  # the same, as an array
+
+    @classmethod
+    def of(cls, types: TaskTypes, state: ClusterState) -> FragModel:
+        """The model of ``types`` on ``state`` that the state keeps (one per pair, shared by its
+        readers: FGD's scores and the simulator's fragmentation metric value each class once)."""
+        return state.derived(("FragModel", types), lambda: cls(types, state), cls)
 
     def frag(self, cpu: NDArray[np.int64], free: NDArray[np.int32], model: NDArray[np.int16]) -> F64:
         """Fragmentation (milli-GPU) of states given as arrays ``(S,)``, ``(S, G)``, ``(S,)``."""
@@ -103,38 +113,57 @@ class FragModel:
     @property
     def n_classes(self) -> int:
         """Number of fragmentation classes seen so far (ids are ``0..n_classes-1``)."""
-        return len(self._class_index)
+        return len(self._class_keys)
 
-    def sync(self) -> None:
-        """Classify the shapes the state named since the last call; value the classes that are new."""
-        state = self.state
-        start, end = len(self._class_of), state.n_shapes
+    def intern(self, model: int, level: int, free: tuple[int, ...]) -> int:
+        """The class id of a state: model id, CPU level and free milli per GPU sorted descending
+        (padded to the state's GPU columns). A new class is valued on the next read of values."""
+        key = (model, level, free)
+        cid = self._class_index.get(key)
+        if cid is None:
+            cid = self._class_index[key] = len(self._class_keys)
+            self._class_keys.append(key)
+        return cid
+
+    def class_key(self, class_id: int) -> ClassKey:
+        """``(model id, CPU level, free GPUs sorted descending)`` of a class."""
+        return self._class_keys[class_id]
+
+    def class_frag(self, class_ids: list[int]) -> F64:
+        """Fragmentation of the given classes."""
+        self._value()
+        return self._frag_arr[class_ids]
+
+    def _value(self) -> None:
+        """Value the classes interned since the last call, in one batch."""
+        start, end = len(self._class_frag), len(self._class_keys)
         if start == end:
             return
-        model, cpu, free = state.shapes()
-        levels = self.cpu_level(cpu[start:end]).tolist()
-        models = model[start:end].tolist()
-        rows = free[start:end]
-        index, of, reps = self._class_index, self._class_of, self._class_rep
-        first_new = len(index)
-        for i in range(end - start):
-            key = (models[i], levels[i], rows[i].tobytes())
-            cid = index.get(key)
-            if cid is None:
-                cid = index[key] = len(index)
-                reps.append(start + i)
-            of.append(cid)
-        if end > self._class_arr.size:
-            self._class_arr = np.resize(self._class_arr, max(end, 2 * self._class_arr.size))
-        self._class_arr[start:end] = of[start:end]
-        n = len(index)
-        if n > first_new:
-            rep = np.array(reps[first_new:], dtype=np.int64)
-            vals = self.frag(cpu[rep], free[rep], model[rep])
-            self._class_frag.extend(vals.tolist())
-            if n > self._frag_arr.size:
-                self._frag_arr = np.resize(self._frag_arr, max(n, 2 * self._frag_arr.size))
-            self._frag_arr[first_new:n] = vals
+        keys = self._class_keys[start:end]
+        level_cpu = self._level_cpu
+        vals = self.frag(
+            np.array([level_cpu[k[1]] for k in keys], dtype=np.int64),
+            np.array([k[2] for k in keys], dtype=np.int32).reshape(end - start, self.state.max_gpus),
+            np.array([k[0] for k in keys], dtype=np.int16),
+        )
+        self._class_frag.extend(vals.tolist())
+        if end > self._frag_arr.size:
+            self._frag_arr = np.resize(self._frag_arr, max(end, 2 * self._frag_arr.size))
+        self._frag_arr[start:end] = vals
+
+    def sync(self) -> None:
+        """Classify the shapes the state named since the last call (new classes are valued when read)."""
+        state = self.state
+        start, end = len(self._class_of), state.n_shapes
+        if start < end:
+            model, cpu, free = state.shapes()
+            of, intern, cuts = self._class_of, self.intern, self._cuts
+            for m, c, row in zip(model[start:end].tolist(), cpu[start:end].tolist(), free[start:end].tolist(),
+                                 strict=True):
+                of.append(intern(m, bisect_right(cuts, c), tuple(row)))
+            if end > self._class_arr.size:
+                self._class_arr = np.resize(self._class_arr, max(end, 2 * self._class_arr.size))
+            self._class_arr[start:end] = of[start:end]
 
     def shape_class(self, shape_ids: NDArray[np.int64]) -> NDArray[np.int64]:
         """Fragmentation class id of each of ``shape_ids`` (shapes of the bound state)."""
@@ -150,11 +179,15 @@ class FragModel:
     def shape_frag(self, shape_ids: NDArray[np.int64]) -> F64:
         """Fragmentation of the given shape ids of the bound state (valued once per class)."""
         self.sync()
+        self._value()
         return self._frag_arr[self._class_arr[shape_ids]]
 
     def shape_frag_of(self, shape_id: int) -> float:
         """:meth:`shape_frag` of one shape id."""
-        return self._class_frag[self.class_of(shape_id)]
+        cid = self.class_of(shape_id)
+        if cid >= len(self._class_frag):
+            self._value()
+        return self._class_frag[cid]
 
     def node_frag(self) -> F64:
         """Fragmentation of every node of the bound state."""

@@ -219,7 +219,7 @@ def run_stream(
     from seedance.finops.bill import NodePrices  # the bill: allocated $/h after every event
 
     state, keys, reqs, pods = setup.state, setup.keys, setup.reqs, setup.stream.pods
-    frag = FragModel(setup.types, state)
+    frag = FragModel.of(setup.types, state)  # the one FGD scores with, if the policy is FGD
     n_events = len(pods)
     arrived = np.zeros(n_events, dtype=np.int64)
     used = np.zeros(n_events, dtype=np.int64)

@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from seedance.core.cluster import ClusterState, NodeColumn
-from seedance.core.resources import MILLI_PER_GPU, ResourceRequest
+from seedance.core.resources import ResourceRequest
 from seedance.scheduling.fragmentation import FragModel
 from seedance.scheduling.framework import (
     PLACEMENT_POLICIES,
@@ -32,6 +32,8 @@ from seedance.scheduling.tasktypes import TaskTypes
 ScoreKey = tuple[int, int, int]
 #: Up to this many shapes, memo keys are computed with Python scalars (no array passes).
 _FEW = 4
+#: From this many shapes on, distinct memo keys are found with one sort (``np.unique``).
+_MANY = 64
 
 
 def sigmoid_score(delta_milli: NDArray[np.float64]) -> NDArray[np.int64]:
@@ -86,7 +88,15 @@ class FragmentationScorer:
         known = self._known.get(key)
         if known is None:
             known = self._known[key] = {}
-        keys = self._class_keys(req, sids)
+        if sids.size > _MANY:  # a rescoring of many nodes: look up each distinct key once
+            uniq, first_at, inverse = np.unique(self._key_array(req, sids), return_index=True, return_inverse=True)
+            return self._scores_of(req, key, known, uniq.tolist(), sids[first_at])[inverse.ravel()]
+        return self._scores_of(req, key, known, self._class_keys(req, sids), sids)
+
+    def _scores_of(
+        self, req: ResourceRequest, key: ScoreKey, known: dict[int, int], keys: list[int], sids: NDArray[np.int64]
+    ) -> Scores:
+        """The scores of memo keys ``keys`` (``sids[i]``: a shape of ``keys[i]``), computing unknown ones."""
         first: dict[int, int] = {}
         for i, k in enumerate(keys):
             if k not in known and k not in first:
@@ -101,39 +111,58 @@ class FragmentationScorer:
 
     def _class_keys(self, req: ResourceRequest, sids: NDArray[np.int64]) -> list[int]:
         """The memo key of each shape for ``req``: its class and the CPU level it is left with."""
+        if sids.size > _FEW:
+            return self._key_array(req, sids).tolist()
         fm = self.model
         cpu = fm.state.shapes()[1]
-        if sids.size <= _FEW:
-            nl, rcpu = fm.n_levels, req.cpu_milli
-            return [fm.class_of(s) * nl + fm.cpu_level_of(int(cpu[s]) - rcpu) for s in sids.tolist()]
-        keys = fm.shape_class(sids) * fm.n_levels + fm.cpu_level(cpu[sids] - req.cpu_milli)
-        return keys.tolist()
+        nl, rcpu = fm.n_levels, req.cpu_milli
+        return [fm.class_of(s) * nl + fm.cpu_level_of(int(cpu[s]) - rcpu) for s in sids.tolist()]
+
+    def _key_array(self, req: ResourceRequest, sids: NDArray[np.int64]) -> NDArray[np.int64]:
+        """:meth:`_class_keys` as an array (array passes, for many shapes)."""
+        fm = self.model
+        cpu = fm.state.shapes()[1]
+        return fm.shape_class(sids) * fm.n_levels + fm.cpu_level(cpu[sids] - req.cpu_milli)
 
     def _compute(
         self, req: ResourceRequest, sids: NDArray[np.int64]
     ) -> tuple[NDArray[np.int64], NDArray[np.int64] | None]:
-        """Scores of shapes ``sids`` for ``req`` and, for a share, the score of each GPU (sorted order)."""
-        model, cpu, free = self.model.state.shapes()
-        m, c, f = model[sids], cpu[sids], free[sids]
-        before = self.model.shape_frag(sids)
+        """Scores of shapes ``sids`` for ``req`` and, for a share, the score of each GPU (sorted order).
+
+        The state after the placement is itself a fragmentation class (the free GPUs changed, the
+        CPU level of what is left), so before and after are both class values.
+        """
+        fm = self.model
+        cpu = fm.state.shapes()[1]
+        rcpu, k, milli = req.cpu_milli, req.num_gpu, req.gpu_milli
+        before: list[int] = []
+        after: list[int] = []
+        for s in sids.tolist():
+            cid = fm.class_of(s)
+            model, _, free = fm.class_key(cid)
+            level = fm.cpu_level_of(int(cpu[s]) - rcpu)
+            before.append(cid)
+            if req.is_sharing:
+                # candidate j: take the share from GPU j (free sorted descending); a GPU that
+                # cannot hold it is no candidate (its entry is masked below)
+                for j, v in enumerate(free):
+                    if v >= milli:
+                        taken = list(free)
+                        taken[j] = v - milli
+                        taken.sort(reverse=True)
+                        after.append(fm.intern(model, level, tuple(taken)))
+                    else:
+                        after.append(cid)
+            else:
+                # free is sorted descending, so the first k GPUs are the idle ones taken
+                after.append(fm.intern(model, level, free[k:] + (0,) * k))
+        vb = fm.class_frag(before)
+        va = fm.class_frag(after)
         if req.is_sharing:
-            s, g = f.shape
-            # candidate j of shape i: take the share from GPU j (free sorted descending)
-            after_free = np.repeat(f[:, None, :], g, axis=1)  # S, G(candidate), G
-            idx = np.arange(g)
-            after_free[:, idx, idx] -= req.gpu_milli
-            valid = f >= req.gpu_milli  # S, G
-            after = self.model.frag(
-                np.repeat(c - req.cpu_milli, g), after_free.reshape(s * g, g), np.repeat(m, g)
-            ).reshape(s, g)
-            per_gpu = np.where(valid, sigmoid_score(before[:, None] - after), -1)
+            valid = np.array([fm.class_key(c)[2] for c in before], dtype=np.int64) >= milli  # S, G
+            per_gpu = np.where(valid, sigmoid_score(vb[:, None] - va.reshape(valid.shape)), -1)
             return per_gpu.max(axis=1), per_gpu
-        after_free = f.copy()
-        if req.num_gpu:
-            # free is sorted descending, so the first k columns are the idle GPUs taken
-            after_free[:, : req.num_gpu] -= MILLI_PER_GPU
-        after = self.model.frag(c - req.cpu_milli, after_free, m)
-        return sigmoid_score(before - after), None
+        return sigmoid_score(vb - va), None
 
     def gpu_for_share(self, req: ResourceRequest, node: int) -> int:
         """The GPU of ``node`` whose use scores highest (lowest index among equal integers).
@@ -173,7 +202,7 @@ class Fgd(LocalScorePolicy):
     def scorer(self, view: ClusterState) -> FragmentationScorer:
         """The scorer bound to ``view`` (rebuilt if a different state is passed)."""
         if self._scorer is None or self._scorer.model.state is not view:
-            self._scorer = FragmentationScorer(FragModel(self.task_types, view))
+            self._scorer = FragmentationScorer(FragModel.of(self.task_types, view))
         return self._scorer
 
     def score(self, view: ClusterState, req: ResourceRequest, nodes: Nodes) -> Scores:
