@@ -216,13 +216,14 @@ class CandidateIndex:
                 self._bcount[int(dirty[0]) // BLOCK] += 1 if a else -1
                 self._count += 1 if a else -1
         else:
-            self.passes += new.sum(axis=1) - old.sum(axis=1)
-            self._feas[dirty] = nf
-            change = nf.astype(np.int64) - of.astype(np.int64)
-            moved = change != 0
-            if moved.any():
-                np.add.at(self._bcount, dirty[moved] // BLOCK, change[moved])
-                self._count += int(change.sum())
+            self.passes += (new.view(np.int8) - old.view(np.int8)).sum(axis=1)
+            moved = nf != of
+            if moved.any():  # the nodes whose feasibility flipped (often none)
+                self._feas[dirty] = nf
+                bcount = self._bcount
+                for n, up in zip(dirty[moved].tolist(), nf[moved].tolist(), strict=True):
+                    bcount[n // BLOCK] += 1 if up else -1
+                    self._count += 1 if up else -1
         if not self._pending_all:
             self._pending.append(dirty)
             self._pending_size += dirty.size
