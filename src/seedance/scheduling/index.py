@@ -150,7 +150,12 @@ class CandidateIndex:
                 b0 = int(pos[0]) // BLOCK
                 self._bmax[b0] = vals[b0 * BLOCK : (b0 + 1) * BLOCK].max()
             else:
-                blocks = np.unique(pos // BLOCK) if todo.size < self._n else np.arange(self._bmax.size)
+                if todo.size <= BLOCK:  # a block named twice gets the same maximum twice: no sort needed
+                    blocks = pos // BLOCK
+                elif todo.size < self._n:
+                    blocks = np.unique(pos // BLOCK)
+                else:
+                    blocks = np.arange(self._bmax.size)
                 self._bmax[blocks] = vals.reshape(-1, BLOCK)[blocks].max(axis=1)
         b = int(self._bmax.argmax())
         lo = b * BLOCK
