@@ -5,8 +5,8 @@ least. Fragmentation is measured against the target workload's task-type distrib
 FGD is *given* (``PolicyContext.task_types``: oracle knowledge of the workload). The node score
 is ``int(100 * sigmoid((frag_before - frag_after) / 1000))``; for a share it is the best over the
 node's fitting GPUs, and that GPU (lowest index among equal integer scores) is the one used.
-Scores are memoised per (request, node shape) and per (request, fragmentation class, CPU level
-after), which changes no decision.
+Scores are memoised per (request, fragmentation class, CPU level after): exact, since a score
+reads nothing else of the node (``FragmentationScorer``); it changes no decision.
 """
 
 from __future__ import annotations
