@@ -9,7 +9,9 @@ import pytest
 from tests.conftest import make_cluster, occupy
 
 from seedance.core.cluster import ClusterState
+from seedance.core.resources import ResourceRequest
 from seedance.scheduling.fragmentation import FragModel
+from seedance.scheduling.policies.fgd import FragmentationScorer, sigmoid_score
 from seedance.scheduling.tasktypes import TaskTypes
 from seedance.traces import load_pods
 from seedance.traces.paths import DEFAULT_PODS, data_file
@@ -75,3 +77,82 @@ def test_fragmentation_of_a_state_is_the_same_bits_alone_or_in_any_batch() -> No
     alone = np.array([fm.frag(cpu[i:i + 1], free[i:i + 1], model[i:i + 1])[0] for i in range(300)])
     assert batch.tobytes() == alone.tobytes()
     assert np.array_equal(fm.frag(cpu[::-1], free[::-1], model[::-1])[::-1], batch)
+
+
+def _random_state(seed: int) -> tuple[ClusterState, FragModel]:
+    """Nodes of two models and several sizes after random shares, whole GPUs and CPU-only pods."""
+    rng = np.random.default_rng(seed)
+    st = ClusterState(make_cluster([(96000, 1 << 20, 8, "G2"), (64000, 1 << 20, 4, "G2"), (32000, 1 << 20, 2, "T4")]
+                                   * 6))
+    fm = FragModel(TaskTypes.from_trace(load_pods(data_file(DEFAULT_PODS))), st)
+    for _ in range(120):
+        n = int(rng.integers(st.n_nodes))
+        row = st.gpu_free[n, : st.gpu_count[n]]
+        cpu = int(rng.choice([0, 1000, 2000, 4000, 6000, 8000]))
+        if cpu > st.cpu_free[n]:
+            continue
+        kind = rng.integers(3)
+        if kind == 0 and (row > 0).any():
+            g = int(rng.choice(np.flatnonzero(row > 0)))
+            occupy(st, n, (g,), int(rng.integers(1, row[g] + 1)), cpu=cpu, mem=1)
+        elif kind == 1 and (row == 1000).any():
+            idle = np.flatnonzero(row == 1000)
+            occupy(st, n, tuple(int(g) for g in idle[: int(rng.integers(1, idle.size + 1))]), 1000, cpu=cpu, mem=1)
+        else:
+            occupy(st, n, (), 0, cpu=cpu, mem=1)
+        fm.shape_frag(st.shape_id[n : n + 1])  # classes appear in the order the shapes do
+    return st, fm
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_each_shape_gets_the_bits_of_its_own_computation_through_its_class(seed: int) -> None:
+    """A class is valued once, with its first shape's CPU level; every shape reads exactly its own value."""
+    st, fm = _random_state(seed)
+    model, cpu, free = st.shapes()
+    sids = np.arange(st.n_shapes)
+    assert fm.shape_frag(sids).tobytes() == fm.frag(cpu, free, model).tobytes()
+    assert fm.node_frag().tobytes() == fm.frag(st.cpu_free.astype(np.int64), st.gpu_free, st.model).tobytes()
+    # shapes that differ only in free memory or in free CPU within one level share a class
+    keys = {(int(model[s]), fm.cpu_level_of(int(cpu[s])), tuple(free[s].tolist())) for s in sids.tolist()}
+    assert fm.n_classes == len(keys) < st.n_shapes
+    assert [fm.class_of(s) for s in sids.tolist()] == fm.shape_class(sids).tolist()
+
+
+def _reference_scores(fm: FragModel, st: ClusterState, req: ResourceRequest, n: int) -> tuple[int, int]:
+    """FGD's score of node ``n`` and the GPU of a share, computed from the node's own row (no memo)."""
+    row = st.gpu_free[n : n + 1].copy()
+    model = st.model[n : n + 1].copy()
+    before = fm.frag(st.cpu_free[n : n + 1].astype(np.int64), row, model)
+    cpu_after = st.cpu_free[n : n + 1].astype(np.int64) - req.cpu_milli
+    if req.is_sharing:
+        g = row.shape[1]
+        after_rows = np.repeat(row, g, axis=0)
+        after_rows[np.arange(g), np.arange(g)] -= req.gpu_milli
+        after = fm.frag(np.repeat(cpu_after, g), after_rows, np.repeat(model, g))
+        per_gpu = np.where(row[0] >= req.gpu_milli, sigmoid_score(before - after), -1)
+        return int(per_gpu.max()), int(np.argmax(per_gpu))
+    after_row = row.copy()
+    idle = np.flatnonzero(row[0] == 1000)[: req.num_gpu]
+    after_row[0, idle] = 0
+    return int(sigmoid_score(before - fm.frag(cpu_after, after_row, model))[0]), -1
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_fgd_scores_memoised_per_class_equal_the_direct_computation(seed: int) -> None:
+    st, _ = _random_state(seed)
+    fm = FragModel(TaskTypes.from_trace(load_pods(data_file(DEFAULT_PODS))), st)
+    scorer = FragmentationScorer(fm)
+    reqs = [ResourceRequest(cpu_milli=c, memory_mib=1, num_gpu=k, gpu_milli=m)
+            for c in (0, 2000, 6000, 16000) for k, m in ((0, 0), (1, 250), (1, 500), (1, 1000), (2, 1000), (4, 1000))]
+    for req in reqs:
+        nodes = np.flatnonzero(
+            (st.cpu_free >= req.cpu_milli)
+            & ((st.max_free >= req.gpu_milli) if req.is_sharing else (st.n_full >= req.num_gpu))
+        )
+        ref = [_reference_scores(fm, st, req, int(n)) for n in nodes]
+        # twice: computed, then read back from the memo (scores of one node alone, too)
+        for _ in range(2):
+            assert scorer.node_scores(req, nodes).tolist() == [s for s, _ in ref]
+        assert [int(scorer.score_fn(req)(nodes[i : i + 1])[0]) for i in range(nodes.size)] == [s for s, _ in ref]
+        if req.is_sharing:
+            assert [scorer.gpu_for_share(req, int(n)) for n in nodes] == [g for _, g in ref]

@@ -138,3 +138,16 @@ def test_the_index_reproduces_the_golden_inflation(monkeypatch: pytest.MonkeyPat
     spec, trace = default_inputs()
     gold = json.loads(GOLDEN.read_text())
     assert inflation_digest(spec, trace, policy, seed) == gold["inflation"][f"{policy}/{seed}"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 3 * BLOCK - 1), max_size=400))
+def test_distinct_nodes_of_a_change_log_are_np_unique(log: list[int]) -> None:
+    state = _state(3 * BLOCK)
+    req = ResourceRequest(cpu_milli=1000, memory_mib=1024)
+    index = CandidateIndex(state, req, Scheduler(make_policy("best-fit")).filters)
+    arr = np.array(log, dtype=np.int64)
+    for _ in range(2):  # the scratch stamps of the first call do not leak into the second
+        got = index._distinct(arr)
+        assert got.dtype == np.intp and got.tolist() == np.unique(arr).tolist()
+        arr = arr[::-1].copy()

@@ -136,6 +136,10 @@ class ClusterState:
         self._shape_mem: I64 = np.zeros(16, dtype=np.int64)
         self._shape_free: I32 = np.zeros((16, g), dtype=np.int32)
         self._shape_id: I64 = np.zeros(n, dtype=np.int64)
+        # (n_shapes, the views of shapes()) of the last call
+        self._shapes_view: tuple[int, tuple[NDArray[np.int16], I64, I32]] = (
+            -1, (self._shape_model, self._shape_cpu, self._shape_free)
+        )
         for i in range(n):
             self._shape_id[i] = self._intern(i)
         self._model_masks: dict[tuple[str, ...], BoolA] = {}
@@ -145,6 +149,7 @@ class ClusterState:
         self._log: I64 = np.zeros(1024, dtype=np.int64)
         self._log_len = 0
         self._columns: dict[Hashable, NodeColumn] = {}
+        self._derived: dict[Hashable, object] = {}
         self._ever: dict[tuple[int, int, int, tuple[str, ...]], bool] = {}
         self._all: BoolA = _ro(np.ones(n, dtype=np.bool_))
         # read-only views handed to policies (they track the arrays they view)
@@ -173,7 +178,11 @@ class ClusterState:
     def shapes(self) -> tuple[NDArray[np.int16], I64, I32]:
         """Read-only arrays ``(model, cpu_free, sorted free GPUs)`` indexed by shape id."""
         k = self.n_shapes
-        return _ro(self._shape_model[:k]), _ro(self._shape_cpu[:k]), _ro(self._shape_free[:k])
+        cached = self._shapes_view
+        if cached[0] != k:  # views are rebuilt only when a shape was added (the arrays may have grown)
+            views = (_ro(self._shape_model[:k]), _ro(self._shape_cpu[:k]), _ro(self._shape_free[:k]))
+            cached = self._shapes_view = (k, views)
+        return cached[1]
 
     def shape_mem(self) -> I64:
         """Read-only free memory (MiB) indexed by shape id."""
@@ -225,6 +234,20 @@ class ClusterState:
         if col is None:
             col = self._columns[key] = NodeColumn(self, compute)
         return col
+
+    def derived(self, key: Hashable, build: Callable[[], _T], kind: type[_T]) -> _T:
+        """The state-owned object named ``key``, built by ``build()`` on first use.
+
+        For models derived from the state that several readers share (one fragmentation model for
+        a policy and the simulator's metric, say): each is built once per state and lives as long
+        as it. ``kind`` is the type the object must have.
+        """
+        obj = self._derived.get(key)
+        if obj is None:
+            obj = self._derived[key] = build()
+        if not isinstance(obj, kind):
+            raise TypeError(f"state-owned object {key!r} is a {type(obj).__name__}, not a {kind.__name__}")
+        return obj
 
     def column(self, key: Hashable, compute: Callable[[NDArray[np.intp]], NDArray[Any]]) -> NDArray[Any]:
         """Every node's current value of the state-owned column named ``key``."""
@@ -288,11 +311,12 @@ class ClusterState:
         n = p.node
         row = self._gpu_free[n]
         gc = int(self.gpu_count[n])
+        free = row.tolist()
         for g in p.gpus:
             if not 0 <= g < gc:
                 raise SeedanceError(f"node {n} has no GPU {g}")
-            if row[g] < p.gpu_milli:
-                raise SeedanceError(f"GPU {g} of node {n} has {row[g]} milli free, {p.gpu_milli} asked")
+            if free[g] < p.gpu_milli:
+                raise SeedanceError(f"GPU {g} of node {n} has {free[g]} milli free, {p.gpu_milli} asked")
         if len(set(p.gpus)) != len(p.gpus):
             raise SeedanceError("a placement names the same GPU twice")
         if self._cpu_free[n] < p.cpu_milli or self._mem_free[n] < p.memory_mib:
@@ -344,12 +368,12 @@ class ClusterState:
 
     # ------------------------------------------------------------------ internals
     def _touch(self, n: int) -> None:
-        row = self._gpu_free[n]
-        self._free_total[n] = int(row.sum())
-        self._n_full[n] = int((row == MILLI_PER_GPU).sum())
-        self._max_free[n] = int(row.max())
+        free = self._gpu_free[n].tolist()  # Python ints: a node's few GPUs cost less than array passes
+        self._free_total[n] = sum(free)
+        self._n_full[n] = free.count(MILLI_PER_GPU)
+        self._max_free[n] = max(free)
         self._version[n] += 1
-        self._shape_id[n] = self._intern(n)
+        self._shape_id[n] = self._intern(n, free)
         self._log_change(n)
 
     def _log_change(self, n: int) -> None:
@@ -358,8 +382,8 @@ class ClusterState:
         self._log[self._log_len] = n
         self._log_len += 1
 
-    def _intern(self, n: int) -> int:
-        free = tuple(sorted((int(x) for x in self._gpu_free[n]), reverse=True))
+    def _intern(self, n: int, row: list[int] | None = None) -> int:
+        free = tuple(sorted(self._gpu_free[n].tolist() if row is None else row, reverse=True))
         key = (int(self.model[n]), int(self._cpu_free[n]), int(self._mem_free[n]), free)
         sid = self._shape_index.get(key)
         if sid is None:
@@ -459,6 +483,7 @@ def _placement_class(p: Placement) -> int:
 
 
 _A = TypeVar("_A", bound="np.ndarray[Any, Any]")
+_T = TypeVar("_T")
 
 
 def _ro(a: _A) -> _A:

@@ -303,12 +303,12 @@ def best_fit_gpus(view: ClusterState, req: ResourceRequest, node: int) -> tuple[
     """
     if req.num_gpu == 0:
         return ()
-    row = view.gpu_free[node]
+    row = view.gpu_free[node].tolist()  # a node's few GPUs: Python ints cost less than array passes
     if req.is_sharing:
-        cand = np.where(row >= req.gpu_milli, row, np.iinfo(np.int32).max)
-        return (int(cand.argmin()),)
-    idle = np.flatnonzero(row == MILLI_PER_GPU)
-    return tuple(int(g) for g in idle[: req.num_gpu])
+        milli = req.gpu_milli
+        return (min(((v, g) for g, v in enumerate(row) if v >= milli), default=(0, 0))[1],)
+    idle = [g for g, v in enumerate(row) if v == MILLI_PER_GPU]
+    return tuple(idle[: req.num_gpu])
 
 
 class Scheduler:

@@ -52,7 +52,7 @@ class CandidateIndex:
 
     __slots__ = (
         "_bcount", "_bits", "_bmax", "_count", "_epoch", "_feas", "_filters", "_fn", "_n", "_node_at",
-        "_pending", "_pending_all", "_pending_size", "_pos", "_pos_of", "_rank_epoch", "_req", "_vals",
+        "_pending", "_pending_all", "_pending_size", "_pos", "_pos_of", "_rank_epoch", "_req", "_stamp", "_vals",
         "_view", "passes",
     )
 
@@ -79,6 +79,7 @@ class CandidateIndex:
         self._rank_epoch = -1
         self._pos_of: NDArray[np.int64] = np.zeros(n, dtype=np.int64)
         self._node_at: NDArray[np.int64] = np.zeros(n, dtype=np.int64)
+        self._stamp: NDArray[np.int32] = np.zeros(n, dtype=np.int32)  # scratch of _distinct
         self._set_rank()
         self._update(np.arange(n, dtype=np.intp), first=True)
 
@@ -103,7 +104,7 @@ class CandidateIndex:
                 for n in sorted(set(log.tolist())):
                     self._update_one(n)
             else:
-                self._update(np.unique(log).astype(np.intp, copy=False))
+                self._update(self._distinct(log))
         return self._count
 
     def nth_feasible(self, j: int) -> int:
@@ -132,7 +133,7 @@ class CandidateIndex:
         if self._pending_all:
             todo: Nodes = np.arange(self._n, dtype=np.intp)
         elif self._pending:
-            todo = self._pending[0] if len(self._pending) == 1 else np.unique(np.concatenate(self._pending))
+            todo = self._pending[0] if len(self._pending) == 1 else self._distinct(np.concatenate(self._pending))
         else:
             todo = np.zeros(0, dtype=np.intp)
         self._pending = []
@@ -150,7 +151,14 @@ class CandidateIndex:
                 b0 = int(pos[0]) // BLOCK
                 self._bmax[b0] = vals[b0 * BLOCK : (b0 + 1) * BLOCK].max()
             else:
-                blocks = np.unique(pos // BLOCK) if todo.size < self._n else np.arange(self._bmax.size)
+                if todo.size <= BLOCK:  # a block named twice gets the same maximum twice: no sort needed
+                    blocks = pos // BLOCK
+                elif todo.size < self._n:
+                    mark = np.zeros(self._bmax.size, dtype=np.bool_)
+                    mark[pos // BLOCK] = True
+                    blocks = np.flatnonzero(mark)
+                else:
+                    blocks = np.arange(self._bmax.size)
                 self._bmax[blocks] = vals.reshape(-1, BLOCK)[blocks].max(axis=1)
         b = int(self._bmax.argmax())
         lo = b * BLOCK
@@ -162,6 +170,19 @@ class CandidateIndex:
         return {f.name: self._n - int(c) for f, c in zip(self._filters, self.passes.tolist(), strict=True)}
 
     # ------------------------------------------------------------------ internals
+    def _distinct(self, nodes: NDArray[np.int64]) -> Nodes:
+        """``np.unique(nodes)`` in linear passes (a change log holds repeats; sorting them all costs more).
+
+        Each node's stamp is set to one of its positions (whichever write lands), and exactly that
+        position is kept: one occurrence per node, whatever the order of repeated writes.
+        """
+        if nodes.size <= 1:
+            return nodes.astype(np.intp, copy=False)
+        at = np.arange(nodes.size, dtype=np.int32)
+        stamp = self._stamp
+        stamp[nodes] = at
+        return np.sort(nodes[stamp[nodes] == at]).astype(np.intp, copy=False)
+
     def _set_rank(self) -> None:
         view = self._view
         self._rank_epoch = view.rank_epoch
@@ -216,13 +237,14 @@ class CandidateIndex:
                 self._bcount[int(dirty[0]) // BLOCK] += 1 if a else -1
                 self._count += 1 if a else -1
         else:
-            self.passes += new.sum(axis=1) - old.sum(axis=1)
-            self._feas[dirty] = nf
-            change = nf.astype(np.int64) - of.astype(np.int64)
-            moved = change != 0
-            if moved.any():
-                np.add.at(self._bcount, dirty[moved] // BLOCK, change[moved])
-                self._count += int(change.sum())
+            self.passes += (new.view(np.int8) - old.view(np.int8)).sum(axis=1)
+            moved = nf != of
+            if moved.any():  # the nodes whose feasibility flipped (often none)
+                self._feas[dirty] = nf
+                bcount = self._bcount
+                for n, up in zip(dirty[moved].tolist(), nf[moved].tolist(), strict=True):
+                    bcount[n // BLOCK] += 1 if up else -1
+                    self._count += 1 if up else -1
         if not self._pending_all:
             self._pending.append(dirty)
             self._pending_size += dirty.size

@@ -219,13 +219,14 @@ def run_stream(
     from seedance.finops.bill import NodePrices  # the bill: allocated $/h after every event
 
     state, keys, reqs, pods = setup.state, setup.keys, setup.reqs, setup.stream.pods
-    frag = FragModel(setup.types, state)
+    frag = FragModel.of(setup.types, state)  # the one FGD scores with, if the policy is FGD
     n_events = len(pods)
     arrived = np.zeros(n_events, dtype=np.int64)
     used = np.zeros(n_events, dtype=np.int64)
     frag_milli = np.zeros(n_events, dtype=np.float64)
     bound = np.zeros(n_events, dtype=np.bool_)
     node_frag = frag.node_frag().copy()
+    frag_sum = [float(node_frag.sum())]
     counters = {"arrived": 0, "placed": 0, "failed": 0}
     prices = NodePrices.of(spec)
     usd = np.zeros(n_events, dtype=np.float64)
@@ -240,7 +241,10 @@ def run_stream(
         if d.placement is not None:
             apply(state, d)
             n = d.placement.node
-            node_frag[n] = frag.shape_frag(state.shape_id[n : n + 1])[0]
+            value = frag.shape_frag_of(int(state.shape_id[n]))
+            if value != node_frag[n]:  # the sum is recomputed only when a node's value changed
+                node_frag[n] = value
+                frag_sum[0] = float(node_frag.sum())
             counters["placed"] += 1
             bound[i] = True
             billed[0] += prices.placement_usd_h(d.placement)
@@ -251,7 +255,7 @@ def run_stream(
         usd[i] = billed[0]
         arrived[i] = counters["arrived"]
         used[i] = state.used_gpu_milli
-        frag_milli[i] = node_frag.sum()
+        frag_milli[i] = frag_sum[0]
 
     EventLoop([on_arrival]).run((float(i), i) for i in range(n_events))
     return StreamResult(arrived, used, frag_milli, usd, bound, counters["placed"], counters["failed"],
