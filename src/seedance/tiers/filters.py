@@ -41,6 +41,7 @@ MODE_MIG = "mig"
 MODE_SHARED = "shared"
 
 _SHARING_BACKENDS = (SliceBackend.MIG, SliceBackend.MPS, SliceBackend.TIME_SLICING)
+_ALL_BACKENDS = tuple(SliceBackend)
 
 
 class TierFilter(FilterPlugin):
@@ -71,8 +72,8 @@ class TierFilter(FilterPlugin):
         return cls(spec.borrow_labels, tier=tier, borrow=True)
 
     def mask(self, view: ClusterState, req: ResourceRequest) -> BoolA:
-        """Called once per scheduling attempt; AND of one cached label mask per key."""
-        out: BoolA = np.ones(view.n_nodes, dtype=np.bool_)
+        """Called once per scheduling attempt; AND of one cached label mask per key (read only)."""
+        out: BoolA = view.all_nodes
         for key, values in self.labels.items():
             out = out & view.label_mask(key, values)
         return out
@@ -105,19 +106,23 @@ class GpuModeFit(FilterPlugin):
         return "the node's gpu.mode offers none of the request's slice backends"
 
     def mask(self, view: ClusterState, req: ResourceRequest) -> BoolA:
-        """Called once per scheduling attempt."""
+        """Called once per scheduling attempt (read only)."""
         if not req.is_sharing:
-            return np.ones(view.n_nodes, dtype=np.bool_)
-        backends = set(req.backends) if req.backends else set(SliceBackend)
+            return view.all_nodes
+        backends = req.backends or _ALL_BACKENDS
+        mig = SliceBackend.MIG in backends
+        shared = SliceBackend.MPS in backends or SliceBackend.TIME_SLICING in backends
         labelled = view.label_mask(LABEL_MODE, (MODE_EXCLUSIVE, MODE_MIG, MODE_SHARED))
-        out: BoolA = np.zeros(view.n_nodes, dtype=np.bool_)
-        if SliceBackend.MIG in backends:
-            out = out | ((view.label_mask(LABEL_MODE, (MODE_MIG,)) | ~labelled) & mig_capable(view))
-        if backends & {SliceBackend.MPS, SliceBackend.TIME_SLICING}:
-            out = out | view.label_mask(LABEL_MODE, (MODE_SHARED,)) | ~labelled
-        if SliceBackend.WHOLE in backends:
-            out = out | ~labelled
-        return out
+        if shared or SliceBackend.WHOLE in backends:
+            out: BoolA = ~labelled  # an unlabelled node serves the share on any model
+            if mig:
+                out |= view.label_mask(LABEL_MODE, (MODE_MIG,)) & mig_capable(view)
+            if shared:
+                out |= view.label_mask(LABEL_MODE, (MODE_SHARED,))
+            return out
+        if mig:  # MIG only: mig nodes and unlabelled ones, on MIG-capable models
+            return (view.label_mask(LABEL_MODE, (MODE_MIG,)) | ~labelled) & mig_capable(view)
+        return np.zeros(view.n_nodes, dtype=np.bool_)
 
 
 def mig_capable(view: ClusterState) -> BoolA:
