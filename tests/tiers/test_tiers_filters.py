@@ -85,3 +85,34 @@ def test_gpu_mode_keeps_a_mig_only_share_off_unlabelled_gpus_that_cannot_do_mig(
     assert f.mask(st, mig_or_whole).tolist() == [True, True, False]
     only_mps = ResourceRequest(2000, 4096, 1, 50, backends=(SliceBackend.MPS,))
     assert f.mask(st, only_mps).tolist() == [True, True, True]
+
+
+def test_gpu_mode_mask_is_the_per_node_rule_for_every_backend_set() -> None:
+    import itertools
+
+    nodes = [
+        (f"{mode or 'bare'}-{model}", model, {"gpu.mode": mode} if mode else {})
+        for mode in ("exclusive", "mig", "shared", "other", None)
+        for model in ("A100-80GB", "T4")
+    ]
+    st = labelled(*nodes)
+    f = GpuModeFit()
+
+    def rule(mode: str | None, model: str, backends: set[SliceBackend]) -> bool:
+        mig = SliceBackend.MIG in backends and model == "A100-80GB"
+        shared = bool(backends & {SliceBackend.MPS, SliceBackend.TIME_SLICING})
+        if mode == "exclusive":
+            return False
+        if mode == "mig":
+            return mig
+        if mode == "shared":
+            return shared
+        return mig or shared or SliceBackend.WHOLE in backends  # unlabelled (or an unknown mode)
+
+    for k in range(len(SliceBackend) + 1):
+        for combo in itertools.combinations(tuple(SliceBackend), k):
+            req = ResourceRequest(2000, 4096, 1, 460, backends=combo)
+            want = [rule(lab.get("gpu.mode"), model, set(combo or SliceBackend)) for _, model, lab in nodes]
+            assert f.mask(st, req).tolist() == want, combo
+    whole = f.mask(st, WHOLE2)
+    assert whole.all() and not whole.flags.writeable  # the state's shared all-nodes mask

@@ -93,10 +93,11 @@ class ClusterState:
     #: Whether ``NodeColumn`` reads update only changed nodes (``False``: recompute every node on
     #: every read, the plain scan the index is tested against).
     indexed: bool = True
-    #: Clusters with fewer nodes read every ``NodeColumn`` as a plain scan: below a few hundred
-    #: nodes recomputing a cheap column costs less than the change-log bookkeeping (measured
-    #: crossover ~300-400 nodes for the fit masks with two node changes per decision).
-    index_min_nodes: int = 256
+    #: Clusters with fewer nodes read every ``NodeColumn`` as a plain scan (the same threshold as
+    #: ``Scheduler.INDEX_MIN_NODES``): there recomputing a column costs less than the change-log
+    #: bookkeeping, since a column read after other requests' binds has many changed nodes and
+    #: its stored array is cold (default trace, 1,213 nodes: inflation 7-9% faster as a scan).
+    index_min_nodes: int = 2048
 
     def __init__(self, spec: ClusterSpec, *, catalog: GpuCatalog = CATALOG) -> None:
         self.spec = spec

@@ -116,6 +116,8 @@ class SchedulingProfile:
         # (with scorers: for every pod none of them has an opinion on, e.g. one that names no workload)
         self._bare = not self.adapters and not self.hooks and not self._aware  # attempt-aware: need the attempt
         self._direct = self._bare and not self.scorers
+        # bind hooks only (the MIG ledger): a pod outside the tier stages is one ``place`` on the base filters
+        self._hooked = not self.adapters and not self._aware and not self.scorers and bool(self.hooks)
 
     # ------------------------------------------------------------------ stage access
     def chain(self, tier: str | None, pool: str = "own") -> tuple[FilterPlugin, ...]:
@@ -181,6 +183,12 @@ class SchedulingProfile:
         running: RunningPods | None = None, now: float = 0.0, borrow: bool = True, only: BoolA | None = None,
     ) -> Decision:
         """Decide where ``req`` goes now, or why it waits (see the module docstring)."""
+        if self._hooked and only is None and (tier is None or self.pools is None or not self.pools.has(tier)):
+            d = self._plain.decide_scored(view, req, pod)[0]  # ``place`` without building the attempt
+            if d.placement is not None:
+                for h in self.hooks:
+                    d = h.annotate(view, req, d)
+            return d
         if self._bare and only is None and (tier is None or self.pools is None or not self.pools.has(tier)):
             if self._scored is None:
                 return self._plain.decide(view, req, pod)  # the hot path of the simulators: no stage to run

@@ -253,6 +253,9 @@ class LocalScorePolicy(PlacementPolicy):
         return 0
 
     def score(self, view: ClusterState, req: ResourceRequest, nodes: Nodes) -> Scores:
+        if view.n_nodes < view.index_min_nodes or not view.indexed:
+            # the column would scan (``NodeColumn.take``): the same call, without its bookkeeping
+            return self.node_score_fn(view, req)(nodes)
         # the scores of every node, kept current where binds change nodes (the hot-path index)
         return view.column_of(self.score_key(req), self.node_score_fn(view, req)).take(nodes)
 
@@ -356,7 +359,7 @@ class Scheduler:
         request's :class:`~seedance.scheduling.index.CandidateIndex`: the same decision as
         :meth:`decide_scored`'s scan, at the cost of the nodes changed since the last such request.
         """
-        if not self.indexed or self.explain or not view.indexed or view.n_nodes < self.index_min_nodes:
+        if view.n_nodes < self.index_min_nodes or not self.indexed or self.explain or not view.indexed:
             return self.decide_scored(view, req, pod)[0]
         index = self.index(view, req)
         count = index.refresh()

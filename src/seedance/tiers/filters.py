@@ -41,6 +41,7 @@ MODE_MIG = "mig"
 MODE_SHARED = "shared"
 
 _SHARING_BACKENDS = (SliceBackend.MIG, SliceBackend.MPS, SliceBackend.TIME_SLICING)
+_ALL_BACKENDS = tuple(SliceBackend)
 
 
 class TierFilter(FilterPlugin):
@@ -71,8 +72,8 @@ class TierFilter(FilterPlugin):
         return cls(spec.borrow_labels, tier=tier, borrow=True)
 
     def mask(self, view: ClusterState, req: ResourceRequest) -> BoolA:
-        """Called once per scheduling attempt; AND of one cached label mask per key."""
-        out: BoolA = np.ones(view.n_nodes, dtype=np.bool_)
+        """Called once per scheduling attempt; AND of one cached label mask per key (read only)."""
+        out: BoolA = view.all_nodes
         for key, values in self.labels.items():
             out = out & view.label_mask(key, values)
         return out
@@ -105,14 +106,21 @@ class GpuModeFit(FilterPlugin):
         return "the node's gpu.mode offers none of the request's slice backends"
 
     def mask(self, view: ClusterState, req: ResourceRequest) -> BoolA:
-        """Called once per scheduling attempt."""
+        """Called once per scheduling attempt (read only)."""
         if not req.is_sharing:
-            return np.ones(view.n_nodes, dtype=np.bool_)
-        offered = offered_backends(view)
-        out: BoolA = np.zeros(view.n_nodes, dtype=np.bool_)
-        for b in req.backends or tuple(SliceBackend):
-            out = out | offered[b]
-        return out
+            return view.all_nodes
+        backends = req.backends or _ALL_BACKENDS
+        return view.derived(("GpuModeFit", backends), lambda: _pool_fit(view, backends), np.ndarray)
+
+
+def _pool_fit(view: ClusterState, backends: tuple[SliceBackend, ...]) -> BoolA:
+    """Nodes whose pool offers a share one of ``backends`` (read only; labels and models are static)."""
+    offered = offered_backends(view)
+    out: BoolA = np.zeros(view.n_nodes, dtype=np.bool_)
+    for b in backends:
+        out |= offered[b]
+    out.setflags(write=False)
+    return out
 
 
 def offered_backends(view: ClusterState) -> dict[SliceBackend, BoolA]:
@@ -121,18 +129,22 @@ def offered_backends(view: ClusterState) -> dict[SliceBackend, BoolA]:
     ``mig`` nodes offer MIG on MIG-capable models; ``shared`` nodes offer MPS and time-slicing;
     ``exclusive`` nodes offer nothing to a share; unlabelled GPU nodes offer every backend they
     can serve (MIG only on MIG-capable models). :class:`GpuModeFit` and the trust stage
-    ``IsolationGrade`` both read this, so the two never disagree on what a pool offers.
+    ``IsolationGrade`` both read this, so the two never disagree on what a pool offers. Built once
+    per state (labels, models and GPU counts do not change within one); the masks are read only.
     """
+    return view.derived("offered_backends", lambda: _offered(view), dict)
+
+
+def _offered(view: ClusterState) -> dict[SliceBackend, BoolA]:
     labelled = view.label_mask(LABEL_MODE, (MODE_EXCLUSIVE, MODE_MIG, MODE_SHARED))
     gpu = view.gpu_count > 0
     free = ~labelled & gpu
     shared = view.label_mask(LABEL_MODE, (MODE_SHARED,)) & gpu | free
-    return {
-        SliceBackend.WHOLE: free,
-        SliceBackend.MIG: (view.label_mask(LABEL_MODE, (MODE_MIG,)) & gpu | free) & mig_capable(view),
-        SliceBackend.MPS: shared,
-        SliceBackend.TIME_SLICING: shared,
-    }
+    mig = (view.label_mask(LABEL_MODE, (MODE_MIG,)) & gpu | free) & mig_capable(view)
+    for a in (free, shared, mig):
+        a.setflags(write=False)
+    B = SliceBackend
+    return {B.WHOLE: free, B.MIG: mig, B.MPS: shared, B.TIME_SLICING: shared}
 
 
 def mig_capable(view: ClusterState) -> BoolA:
