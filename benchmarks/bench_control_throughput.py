@@ -41,8 +41,18 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """User + system CPU seconds of ``pid`` and its live descendants (``--workers``: uvicorn's workers)."""
+    import psutil
+
+    root = psutil.Process(pid)
+    total = 0.0
+    for p in (root, *root.children(recursive=True)):
+        try:
+            t = p.cpu_times()
+        except psutil.NoSuchProcess:
+            continue
+        total += t.user + t.system
+    return total
 
 
 def before_src(ref: str, into: Path) -> Path:
@@ -57,7 +67,7 @@ def before_src(ref: str, into: Path) -> Path:
 
 
 class Server:
-    def __init__(self, src: Path, db: str, pg_url: str, home: Path) -> None:
+    def __init__(self, src: Path, db: str, pg_url: str, home: Path, workers: int = 1) -> None:
         self.port = free_port()
         self.schema = None
         if db == "postgresql":
@@ -73,7 +83,7 @@ class Server:
         env = {**os.environ, "PYTHONPATH": str(src), "SEEDANCE_HOME": str(home), "SEEDANCE_BOOTSTRAP_TOKEN": TOKEN,
                "SEEDANCE_METRICS_PUBLIC": "true"}
         self.proc = subprocess.Popen([sys.executable, "-m", "seedance.cli.main", "serve", "--port", str(self.port),
-                                      "--database-url", url], env=env, cwd=home,
+                                      "--database-url", url, "--workers", str(workers)], env=env, cwd=home,
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.time() + 120
         while True:
@@ -147,7 +157,7 @@ async def phase(server: Server, rate: float, seconds: float, clients: int, scrap
 
 def run_variant(name: str, src: Path, args: argparse.Namespace, home: Path) -> list[dict[str, Any]]:
     home.mkdir(parents=True, exist_ok=True)
-    server = Server(src, args.db, args.pg_url, home)
+    server = Server(src, args.db, args.pg_url, home, args.workers)
     try:
         server.call("POST", "/api/v1/clusters", {"name": "default"})
         for i in range(args.nodes):
@@ -175,9 +185,11 @@ def main() -> None:
     ap.add_argument("--scrapes", type=float, default=3.0, help="GET /metrics per second during the load (0: none).")
     ap.add_argument("--tabs", type=int, default=5, help="Dashboard tabs polling every 5 s during the load.")
     ap.add_argument("--nodes", type=int, default=50, help="Nodes of 8 GPUs in the cluster.")
+    ap.add_argument("--workers", type=int, default=1, help="seedancectl serve --workers (server processes).")
     ap.add_argument("--before-ref", default="main", help="Git ref measured as 'before' ('none': skip).")
     args = ap.parse_args()
-    print(json.dumps({"load_average": os.getloadavg(), "cpus": os.cpu_count(), "db": args.db}), flush=True)
+    print(json.dumps({"load_average": os.getloadavg(), "cpus": os.cpu_count(), "db": args.db,
+                      "workers": args.workers}), flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         rows: list[dict[str, Any]] = []
         if args.before_ref != "none":
