@@ -9,9 +9,6 @@ address, no usage stats, no dashboard, fast health checks).
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -21,6 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
+from seedance.backends.local_cluster import FAST_HEALTH_CHECKS, local_ray_cluster
 from seedance.backends.ray_backend import RayDispatcher, ray_node_resources
 from seedance.control.service import ControlService
 from tests.control.helpers import ADMIN_TOKEN, serve_in_thread, settings_for
@@ -50,47 +48,19 @@ class RayWorld:
 @pytest.fixture(scope="module")
 def ray_world() -> Iterator[RayWorld]:
     """Three raylets with two logical GPUs each, started by the test, shut down and cleaned after."""
-    # before ray is imported: no phoning home; "localhost" resolves to 127.0.0.1 (else ray.init hangs)
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
-    import ray
-    from ray.cluster_utils import Cluster
-
     t0 = time.perf_counter()
-    temp = Path(tempfile.mkdtemp(prefix="sdray-", dir="/tmp"))  # short: Ray's socket paths must fit
-    # ray.cluster_utils writes the head's address to <default temp dir>/ray_current_cluster even when
-    # the nodes use another temp dir; on a fresh machine that folder does not exist yet.
-    default_root = Path(tempfile.gettempdir()) / "ray"
-    made_root = not default_root.exists()
-    default_root.mkdir(exist_ok=True)
-    common = {"node_ip_address": "127.0.0.1", "object_store_memory": 80 * 2**20, "num_cpus": 1,
-              "num_gpus": GPUS_PER_NODE, "temp_dir": str(temp)}
-    names = list(NODES)
-    head, *workers = names
-    cluster = None
-    try:
-        cluster = Cluster(initialize_head=True, head_node_args={
-            **common, "resources": ray_node_resources(head, GPUS_PER_NODE, NODES[head]), "include_dashboard": False,
-            "_system_config": {"health_check_period_ms": 500, "health_check_failure_threshold": 3,
-                               "health_check_initial_delay_ms": 0},
-        })
-        handles = {head: cluster.head_node}
-        for name in workers:
-            handles[name] = cluster.add_node(**common, resources=ray_node_resources(name, GPUS_PER_NODE, NODES[name]))
-        ray.init(address=cluster.address, log_to_driver=False, _node_ip_address="127.0.0.1",
-                 namespace="seedance-test", logging_level="WARNING")
-        cluster.wait_for_nodes()
-        ray_ids = {name: str(h.node_id) for name, h in handles.items()}
-        yield RayWorld(cluster, handles, ray_ids, temp, time.perf_counter() - t0)
-    finally:
-        ray.shutdown()
-        if cluster is not None:
-            cluster.shutdown()
-        shutil.rmtree(temp, ignore_errors=True)
-        if made_root:
-            shutil.rmtree(default_root, ignore_errors=True)
-        else:
-            (default_root / "ray_current_cluster").unlink(missing_ok=True)
+    nodes = [(name, ray_node_resources(name, GPUS_PER_NODE, labels)) for name, labels in NODES.items()]
+    with local_ray_cluster(nodes, gpus_per_node=GPUS_PER_NODE, temp_root="/tmp",
+                           health_checks=FAST_HEALTH_CHECKS) as local:
+        import ray
+
+        try:
+            ray.init(address=local.address, log_to_driver=False, _node_ip_address="127.0.0.1",
+                     namespace="seedance-test", logging_level="WARNING")
+            ray_ids = {name: str(h.node_id) for name, h in local.handles.items()}
+            yield RayWorld(local.cluster, local.handles, ray_ids, local.temp_dir, time.perf_counter() - t0)
+        finally:
+            ray.shutdown()
 
 
 @dataclass

@@ -7,13 +7,12 @@ cluster on a shared machine holds ``flock`` on the Ray lock while it is up.
 from __future__ import annotations
 
 import copy
-import os
-import shutil
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
+
+from seedance.backends.local_cluster import FAST_HEALTH_CHECKS
+from seedance.backends.local_cluster import local_ray_cluster as start_cluster
 
 # Timing fields of a ``seedancectl simulate -o json`` payload: (list key, field). They are measured
 # wall-clock seconds (how long a run took on whichever process ran it), the only part of the payload
@@ -32,37 +31,9 @@ def local_ray_cluster(nodes: int = 3) -> Iterator[str]:
 
     No driver is connected: a sweep joins by address (``--executor ray=ADDRESS``), as a user's would.
     """
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
-    from ray.cluster_utils import Cluster
-
-    temp = Path(tempfile.mkdtemp(prefix="sdsweep-", dir="/tmp"))  # short: Ray's socket paths must fit
-    # ray.cluster_utils writes the head's address to <default temp dir>/ray_current_cluster even when
-    # the nodes use another temp dir; on a fresh machine that folder does not exist yet.
-    default_root = Path(tempfile.gettempdir()) / "ray"
-    made_root = not default_root.exists()
-    default_root.mkdir(exist_ok=True)
-    common = {"node_ip_address": "127.0.0.1", "object_store_memory": 80 * 2**20, "num_cpus": 1,
-              "temp_dir": str(temp)}
-    cluster = None
-    try:
-        cluster = Cluster(initialize_head=True, head_node_args={
-            **common, "include_dashboard": False,
-            "_system_config": {"health_check_period_ms": 500, "health_check_failure_threshold": 3,
-                               "health_check_initial_delay_ms": 0},
-        })
-        for _ in range(nodes - 1):
-            cluster.add_node(**common)
-        cluster.wait_for_nodes()
-        yield str(cluster.address)
-    finally:
-        if cluster is not None:
-            cluster.shutdown()
-        shutil.rmtree(temp, ignore_errors=True)
-        if made_root:
-            shutil.rmtree(default_root, ignore_errors=True)
-        else:
-            (default_root / "ray_current_cluster").unlink(missing_ok=True)
+    names = [(f"node-{i}", {}) for i in range(nodes)]
+    with start_cluster(names, temp_root="/tmp", prefix="sdsweep-", health_checks=FAST_HEALTH_CHECKS) as local:
+        yield local.address
 
 
 def timeless(payload: dict[str, Any]) -> dict[str, Any]:

@@ -11,22 +11,19 @@ to 1e-6), the migration time (the source's checkpoint start to the target's stat
 object transfer, a fresh worker process on the target node (``max_calls=1``), imports, deserialise),
 and the planner's estimate of the same move (``seedance.hetero.migration``) for the checkpoint's size.
 
-``start_local_cluster`` starts ``ray.cluster_utils.Cluster`` raylets on this machine (loopback address,
-no dashboard, no usage stats); whoever calls it on a shared machine holds ``flock`` on the Ray lock.
+``start_local_cluster`` starts raylets on this machine (``seedance.backends.local_cluster``) and connects
+to them; whoever calls it on a shared machine holds ``flock`` on the Ray lock.
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import shutil
-import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
+from seedance.backends.local_cluster import local_ray_cluster
 from seedance.backends.ray_backend import ray_node_resources
 from seedance.backends.ray_runtime import NODE_PREFIX
 
@@ -34,38 +31,16 @@ from seedance.backends.ray_runtime import NODE_PREFIX
 @contextmanager
 def start_local_cluster(names: Sequence[str], *, gpus_per_node: int = 2) -> Iterator[Any]:
     """Raylets standing for Seedance nodes ``names`` (the first is the head); connected and shut down after."""
-    # before ray is imported: no phoning home; "localhost" resolves to 127.0.0.1 (else ray.init hangs)
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
-    import ray
-    from ray.cluster_utils import Cluster
+    with local_ray_cluster([(n, ray_node_resources(n, gpus_per_node)) for n in names], gpus_per_node=gpus_per_node,
+                           prefix="sdmig-") as local:
+        import ray
 
-    temp = Path(tempfile.mkdtemp(prefix="sdmig-"))  # short prefix: Ray's socket paths must fit
-    default_root = Path(tempfile.gettempdir()) / "ray"
-    made_root = not default_root.exists()
-    default_root.mkdir(exist_ok=True)
-    common: dict[str, Any] = {"node_ip_address": "127.0.0.1", "object_store_memory": 80 * 2**20, "num_cpus": 1,
-              "num_gpus": gpus_per_node, "temp_dir": str(temp)}
-    cluster = None
-    try:
-        head, *rest = names
-        cluster = Cluster(initialize_head=True, head_node_args={
-            **common, "resources": ray_node_resources(head, gpus_per_node), "include_dashboard": False})
-        for name in rest:
-            cluster.add_node(**common, resources=ray_node_resources(name, gpus_per_node))
-        ray.init(address=cluster.address, log_to_driver=False, _node_ip_address="127.0.0.1",
-                 namespace="seedance-migration", logging_level=logging.WARNING)
-        cluster.wait_for_nodes()
-        yield cluster
-    finally:
-        ray.shutdown()
-        if cluster is not None:
-            cluster.shutdown()  # type: ignore[no-untyped-call]
-        shutil.rmtree(temp, ignore_errors=True)
-        if made_root:
-            shutil.rmtree(default_root, ignore_errors=True)
-        else:
-            (default_root / "ray_current_cluster").unlink(missing_ok=True)
+        try:
+            ray.init(address=local.address, log_to_driver=False, _node_ip_address="127.0.0.1",
+                     namespace="seedance-migration", logging_level=logging.WARNING)
+            yield local.cluster
+        finally:
+            ray.shutdown()
 
 
 def _train(job_id: int, params: dict[str, str], previous: dict[str, Any] | None) -> dict[str, Any]:
