@@ -99,13 +99,14 @@ class _Costs:
         mtbf_s = 3600.0 / opts.interruptions_per_gpu_hour
         ref_layout: TierSet = STORAGE.get(opts.interval_layout)
         size = {t: job_checkpoint_gb(wl.matrix.job_types[t]) for t in set(wl.job_type.tolist())}
+        cols = _matrix_cols(wl, fleet)  # fleet type c is matrix column cols[c] (the orders differ)
         for j in range(n):
             gb = size[int(wl.job_type[j])]
             for c, node in enumerate(types):
                 pcie = node.gpu.pcie_gbs
                 ck = checkpoint_cost(gb, node.storage, pcie)
                 ref = checkpoint_cost(gb, ref_layout, pcie)
-                prof = wl.matrix.steps_per_s[wl.job_type[j], 0, c]
+                prof = wl.matrix.steps_per_s[wl.job_type[j], 0, cols[c]]
                 if not prof > 0:
                     continue
                 self.snapshot[j, c], self.persist[j, c] = ck.snapshot_s, ck.persist_s
