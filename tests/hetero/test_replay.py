@@ -89,6 +89,19 @@ def test_stall_by_kind_and_expected_rework_on_the_hand_built_case() -> None:
         assert 0 < own["stall_periodic_s"] <= 0.035 * own["gpu_hours"] * 3600
 
 
+def test_interval_uses_the_throughput_of_the_gpu_the_job_runs_on_when_fleet_and_matrix_orders_differ() -> None:
+    # fleet order V100, K80; the matrix's columns are K80, V100. FIFO best-fit: job 0 (ResNet-50, 10 steps/s on
+    # the V100) takes the first node, the V100; job 1 (A3C, 5 steps/s anywhere) the K80.
+    r = replay("agnostic", WL, make_fleet([("v100", 1), ("k80", 1)], gpus_per_node=1))
+    snap0 = 25_557_032 * 8 / 1e9 / 15.75  # 0.01298 s over PCIe 3.0 x16
+    snap1 = 1_000_000 * 12 / 1e9 / 15.75
+    # V100: 0.1 s iterations, k = ceil(0.01298 / (0.035 x 0.1)) = 4 (the K80's 1 s iteration would give k = 1)
+    assert checkfreq_interval(0.1, snap0, snap0 * 15.75 / 3.8) == 4
+    assert r["stall_periodic_s"] == pytest.approx(36_000 * snap0 / 4 + 3_600 * snap1 / 1, rel=1e-12)
+    # intervals per (job, type): ResNet-50 4 x 0.1 s on the V100, 1 x 1 s on the K80; A3C 1 x 0.2 s on both
+    assert r["mean_checkpoint_interval_s"] == pytest.approx((0.4 + 1.0 + 0.2 + 0.2) / 4, rel=1e-12)
+
+
 def test_a_preempted_job_stalls_for_its_snapshot_and_restores_from_dram() -> None:
     # two equal jobs, one V100: least-attained-service alternates them every round
     wl = Workload(np.zeros(2), np.array([0, 0]), np.array([36_000.0, 36_000.0]), np.array([[1.0, 10.0]] * 2),
