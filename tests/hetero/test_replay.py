@@ -102,6 +102,21 @@ def test_interval_uses_the_throughput_of_the_gpu_the_job_runs_on_when_fleet_and_
     assert r["mean_checkpoint_interval_s"] == pytest.approx((0.4 + 1.0 + 0.2 + 0.2) / 4, rel=1e-12)
 
 
+def test_checkfreq_interval_follows_the_jobs_measured_speed_not_its_profile() -> None:
+    # a ResNet-50 running at 20 steps/s on the V100 against a profile of 10 (CheckFreq profiles the job itself)
+    wl = Workload(np.zeros(1), np.array([0]), np.array([36_000.0]), np.array([[1.0, 20.0]]), MATRIX)
+    r = replay("agnostic", wl, make_fleet([("v100", 1)], gpus_per_node=1))
+    snap = 25_557_032 * 8 / 1e9 / 15.75
+    k = 8  # ceil(0.01298 / (0.035 x 0.05 s)) = ceil(7.42); the profile's 0.1 s iterations would give 4
+    assert checkfreq_interval(0.05, snap, snap * 15.75 / 3.8) == k
+    assert r["stall_periodic_s"] == pytest.approx(36_000 * snap / k, rel=1e-12)
+    run_s = 36_000 / (k / (k / 20.0 + snap))
+    assert r["gpu_hours"] * 3600 == pytest.approx(run_s, rel=1e-12)
+    # within CheckFreq's 3.5% (3.14%); at the profile's interval it would be snap / (4 x 0.05 + snap) = 6.1%
+    assert r["stall_periodic_s"] / run_s == pytest.approx(snap / (k * 0.05 + snap), rel=1e-12)
+    assert r["stall_periodic_s"] / run_s < 0.035 < snap / (4 * 0.05 + snap)
+
+
 def test_a_preempted_job_stalls_for_its_snapshot_and_restores_from_dram() -> None:
     # two equal jobs, one V100: least-attained-service alternates them every round
     wl = Workload(np.zeros(2), np.array([0, 0]), np.array([36_000.0, 36_000.0]), np.array([[1.0, 10.0]] * 2),

@@ -81,7 +81,9 @@ INTERVAL_RULES = ("checkfreq", "young-daly")
 
 
 class _Costs:
-    """Per (job, GPU type) checkpoint figures on the fleet's layout; interval from the interval layout."""
+    """Per (job, GPU type) checkpoint figures on the fleet's layout; interval from the interval layout, at the
+    job's measured iteration time on that type (as CheckFreq's online profiling sees it; the power cap of the
+    type's first node)."""
 
     __slots__ = ("interval", "interval_s", "leave", "persist", "restore_local", "restore_remote", "rework",
                  "snapshot")
@@ -106,7 +108,9 @@ class _Costs:
                 pcie = node.gpu.pcie_gbs
                 ck = checkpoint_cost(gb, node.storage, pcie)
                 ref = checkpoint_cost(gb, ref_layout, pcie)
-                prof = wl.matrix.steps_per_s[wl.job_type[j], 0, cols[c]]
+                # CheckFreq profiles the running job's own iterations (cf_iterator: iterations 5-100), so the
+                # interval follows the job's true speed on this type (x the power cap), not the matrix's profile
+                prof = float(wl.true_rate[j, cols[c]]) * node.power_factor
                 if not prof > 0:
                     continue
                 self.snapshot[j, c], self.persist[j, c] = ck.snapshot_s, ck.persist_s
