@@ -117,6 +117,27 @@ def test_checkfreq_interval_follows_the_jobs_measured_speed_not_its_profile() ->
     assert r["stall_periodic_s"] / run_s < 0.035 < snap / (4 * 0.05 + snap)
 
 
+def test_snapshot_overlap_shortens_the_staged_stall_and_the_checkfreq_interval_only() -> None:
+    # one ResNet-50 at 10 steps/s on a V100; a quarter of each 0.1 s iteration can hide the 0.01298 s snapshot
+    wl = Workload(np.zeros(1), np.array([0]), np.array([36_000.0]), np.array([[1.0, 10.0]]), MATRIX)
+    snap = 25_557_032 * 8 / 1e9 / 15.75
+    runs = {(s, ov): replay("agnostic", wl, make_fleet([("v100", 1)], gpus_per_node=1, storage=s),
+                            ReplayOptions(interval_layout=s, snapshot_overlap=ov))
+            for s in ("tiered", "remote-only") for ov in (0.0, 0.1, 0.25)}
+    assert runs[("tiered", 0.0)]["stall_periodic_s"] == pytest.approx(36_000 * snap / 4, rel=1e-12)  # k = 4
+    # overlap 0.1: 0.00298 s left, k = ceil(0.00298 / 0.0035) = 1 -> every iteration, 36,000 x 0.00298 s
+    assert runs[("tiered", 0.1)]["stall_periodic_s"] == pytest.approx(36_000 * (snap - 0.01), rel=1e-9)
+    assert runs[("tiered", 0.0)]["mean_checkpoint_interval_s"] == pytest.approx(0.4, rel=1e-12)
+    assert runs[("tiered", 0.1)]["mean_checkpoint_interval_s"] == pytest.approx(0.1, rel=1e-12)
+    assert runs[("tiered", 0.25)]["stall_periodic_s"] == 0.0
+    # the synchronous remote write overlaps nothing: identical at every overlap
+    for ov in (0.1, 0.25):
+        assert runs[("remote-only", ov)]["stall_periodic_s"] == runs[("remote-only", 0.0)]["stall_periodic_s"]
+    with pytest.raises(InputError) as ei:
+        ReplayOptions(snapshot_overlap=-0.1)
+    assert ei.value.field == "snapshot_overlap"
+
+
 def test_a_preempted_job_stalls_for_its_snapshot_and_restores_from_dram() -> None:
     # two equal jobs, one V100: least-attained-service alternates them every round
     wl = Workload(np.zeros(2), np.array([0, 0]), np.array([36_000.0, 36_000.0]), np.array([[1.0, 10.0]] * 2),

@@ -46,6 +46,7 @@ from seedance.storage.checkpoint import (
     durable_lag_s,
     job_checkpoint_gb,
     leave_stall_s,
+    periodic_stall_s,
     young_daly_interval,
 )
 from seedance.storage.tiers import STORAGE, TierSet
@@ -62,10 +63,15 @@ class ReplayOptions:
     placement: str = "best-fit"
     interval_rule: str = "checkfreq"
     interruptions_per_gpu_hour: float = LLAMA3_INTERRUPTIONS_PER_GPU_HOUR
+    snapshot_overlap: float = 0.0
+    """Share of an iteration a staged snapshot may overlap (``seedance.storage.checkpoint.periodic_stall_s``);
+    0 = CheckFreq's profiler's assumption, the default; a sensitivity, not a measured figure."""
 
     def __post_init__(self) -> None:
         if not self.round_s > 0:
             raise InputError("must be > 0", field="round_s")
+        if not 0.0 <= self.snapshot_overlap <= 1.0:
+            raise InputError(f"must be in [0, 1], got {self.snapshot_overlap!r}", field="snapshot_overlap")
         if self.interval_rule not in INTERVAL_RULES:
             raise InputError(f"checkpoint interval rule must be one of {', '.join(INTERVAL_RULES)}, not "
                              f"{self.interval_rule!r}", field="interval_rule")
@@ -113,12 +119,15 @@ class _Costs:
                 prof = float(wl.true_rate[j, cols[c]]) * node.power_factor
                 if not prof > 0:
                     continue
-                self.snapshot[j, c], self.persist[j, c] = ck.snapshot_s, ck.persist_s
+                ov = opts.snapshot_overlap
+                self.snapshot[j, c] = periodic_stall_s(ck, 1.0 / prof, ov)
+                self.persist[j, c] = ck.persist_s
                 self.leave[j, c] = leave_stall_s(ck)
+                ref_stall = periodic_stall_s(ref, 1.0 / prof, ov)
                 if opts.interval_rule == "young-daly":
-                    self.interval[j, c] = young_daly_interval(1.0 / prof, ref.snapshot_s, ref.persist_s, mtbf_s)
+                    self.interval[j, c] = young_daly_interval(1.0 / prof, ref_stall, ref.persist_s, mtbf_s)
                 else:
-                    self.interval[j, c] = checkfreq_interval(1.0 / prof, ref.snapshot_s, ref.persist_s,
+                    self.interval[j, c] = checkfreq_interval(1.0 / prof, ref_stall, ref.persist_s,
                                                              opts.checkfreq_overhead)
                 self.interval_s[j, c] = self.interval[j, c] / prof
                 self.rework[j, c] = self.interval_s[j, c] / 2 + durable_lag_s(ck)
