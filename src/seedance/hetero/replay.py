@@ -13,7 +13,8 @@ Two drivers, one accounting:
   starting on a different node than it last ran on is a *migration*.
 
 Every running job checkpoints periodically at the interval of the *interval rule* (CheckFreq's, or
-Young's optimum of stall + rework; ``seedance.storage.checkpoint``), computed on the *interval layout*
+Young's optimum of stall + rework; ``seedance.storage.checkpoint``), computed per (job, GPU type) at the
+job's measured iteration time there (as CheckFreq's online profiler sees it) on the *interval layout*
 (``tiered`` unless told otherwise) so that ``--storage remote-only`` replays the same recovery points on
 slower storage. ``checkpoint_stall_s`` sums periodic snapshots (``stall_periodic_s``), the snapshot of a
 job leaving its GPU on preemption or migration (``stall_leave_s``; the persist overlaps its time off the
