@@ -7,6 +7,8 @@ finishes, so that a partial run still reports; the summary at the end is the mea
     .venv/bin/python benchmarks/bench_checkpoint_stall.py --rule checkfreq -o stall-checkfreq.jsonl
     .venv/bin/python benchmarks/bench_checkpoint_stall.py --rule young-daly -o stall-young-daly.jsonl
     .venv/bin/python benchmarks/bench_checkpoint_stall.py --summary stall-checkfreq.jsonl
+    # sensitivity: a staged snapshot overlapping half of the next iteration (CheckFreq's pipelining)
+    .venv/bin/python benchmarks/bench_checkpoint_stall.py --rule checkfreq --snapshot-overlap 0.5 -o ov.jsonl
     # remote-only at the tiered layout's interval (the same recovery points)
     .venv/bin/python benchmarks/bench_checkpoint_stall.py --layouts remote-only --interval-layout tiered -o same.jsonl
 """
@@ -35,7 +37,7 @@ FIELDS = ("checkpoint_stall_s", "stall_periodic_s", "stall_leave_s", "stall_rest
 
 
 def run(rule: str, seeds: list[int], policies: list[str], out: Path, *, layouts: tuple[str, ...] = LAYOUTS,
-        interval_layout: str | None = None) -> None:
+        interval_layout: str | None = None, snapshot_overlap: float = 0.0) -> None:
     """Replay each (seed, policy, layout); ``interval_layout`` fixes one layout's interval for all (else own)."""
     m = default_matrix()
     gaps = alibaba_gaps(data_file(DEFAULT_PODS))
@@ -45,10 +47,11 @@ def run(rule: str, seeds: list[int], policies: list[str], out: Path, *, layouts:
             for p in policies:
                 for layout in layouts:
                     ref = interval_layout or layout
-                    r = replay(p, wl, _fleet(GAVEL_CLUSTER, layout), ReplayOptions(interval_rule=rule,
-                                                                                   interval_layout=ref))
+                    o = ReplayOptions(interval_rule=rule, interval_layout=ref, snapshot_overlap=snapshot_overlap)
+                    r = replay(p, wl, _fleet(GAVEL_CLUSTER, layout), o)
                     f.write(json.dumps({"rule": rule, "seed": s, "policy": p, "layout": layout,
-                                        "interval_layout": ref, **{k: r[k] for k in FIELDS}}) + "\n")
+                                        "interval_layout": ref, "snapshot_overlap": snapshot_overlap,
+                                        **{k: r[k] for k in FIELDS}}) + "\n")
                     f.flush()
 
 
@@ -80,6 +83,9 @@ def main() -> None:
     ap.add_argument("-o", "--out", type=Path, default=Path("stall.jsonl"))
     ap.add_argument("--layouts", default=",".join(LAYOUTS))
     ap.add_argument("--interval-layout", default=None, help="one layout's interval for every layout (default: own)")
+    ap.add_argument("--snapshot-overlap", type=float, default=0.0,
+                    help="share of an iteration a staged snapshot may overlap (sensitivity; default 0, CheckFreq's "
+                         "profiler's assumption)")
     ap.add_argument("--summary", type=Path, default=None, help="summarise a JSONL file instead of running")
     a = ap.parse_args()
     if a.summary is not None:
@@ -87,7 +93,7 @@ def main() -> None:
         return
     lo, _, hi = a.seeds.partition("-")
     run(a.rule, list(range(int(lo), int(hi or lo) + 1)), a.policies.split(","), a.out,
-        layouts=tuple(a.layouts.split(",")), interval_layout=a.interval_layout)
+        layouts=tuple(a.layouts.split(",")), interval_layout=a.interval_layout, snapshot_overlap=a.snapshot_overlap)
     print(json.dumps(summary(a.out), indent=1))
 
 

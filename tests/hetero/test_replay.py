@@ -89,6 +89,55 @@ def test_stall_by_kind_and_expected_rework_on_the_hand_built_case() -> None:
         assert 0 < own["stall_periodic_s"] <= 0.035 * own["gpu_hours"] * 3600
 
 
+def test_interval_uses_the_throughput_of_the_gpu_the_job_runs_on_when_fleet_and_matrix_orders_differ() -> None:
+    # fleet order V100, K80; the matrix's columns are K80, V100. FIFO best-fit: job 0 (ResNet-50, 10 steps/s on
+    # the V100) takes the first node, the V100; job 1 (A3C, 5 steps/s anywhere) the K80.
+    r = replay("agnostic", WL, make_fleet([("v100", 1), ("k80", 1)], gpus_per_node=1))
+    snap0 = 25_557_032 * 8 / 1e9 / 15.75  # 0.01298 s over PCIe 3.0 x16
+    snap1 = 1_000_000 * 12 / 1e9 / 15.75
+    # V100: 0.1 s iterations, k = ceil(0.01298 / (0.035 x 0.1)) = 4 (the K80's 1 s iteration would give k = 1)
+    assert checkfreq_interval(0.1, snap0, snap0 * 15.75 / 3.8) == 4
+    assert r["stall_periodic_s"] == pytest.approx(36_000 * snap0 / 4 + 3_600 * snap1 / 1, rel=1e-12)
+    # intervals per (job, type): ResNet-50 4 x 0.1 s on the V100, 1 x 1 s on the K80; A3C 1 x 0.2 s on both
+    assert r["mean_checkpoint_interval_s"] == pytest.approx((0.4 + 1.0 + 0.2 + 0.2) / 4, rel=1e-12)
+
+
+def test_checkfreq_interval_follows_the_jobs_measured_speed_not_its_profile() -> None:
+    # a ResNet-50 running at 20 steps/s on the V100 against a profile of 10 (CheckFreq profiles the job itself)
+    wl = Workload(np.zeros(1), np.array([0]), np.array([36_000.0]), np.array([[1.0, 20.0]]), MATRIX)
+    r = replay("agnostic", wl, make_fleet([("v100", 1)], gpus_per_node=1))
+    snap = 25_557_032 * 8 / 1e9 / 15.75
+    k = 8  # ceil(0.01298 / (0.035 x 0.05 s)) = ceil(7.42); the profile's 0.1 s iterations would give 4
+    assert checkfreq_interval(0.05, snap, snap * 15.75 / 3.8) == k
+    assert r["stall_periodic_s"] == pytest.approx(36_000 * snap / k, rel=1e-12)
+    run_s = 36_000 / (k / (k / 20.0 + snap))
+    assert r["gpu_hours"] * 3600 == pytest.approx(run_s, rel=1e-12)
+    # within CheckFreq's 3.5% (3.14%); at the profile's interval it would be snap / (4 x 0.05 + snap) = 6.1%
+    assert r["stall_periodic_s"] / run_s == pytest.approx(snap / (k * 0.05 + snap), rel=1e-12)
+    assert r["stall_periodic_s"] / run_s < 0.035 < snap / (4 * 0.05 + snap)
+
+
+def test_snapshot_overlap_shortens_the_staged_stall_and_the_checkfreq_interval_only() -> None:
+    # one ResNet-50 at 10 steps/s on a V100; a quarter of each 0.1 s iteration can hide the 0.01298 s snapshot
+    wl = Workload(np.zeros(1), np.array([0]), np.array([36_000.0]), np.array([[1.0, 10.0]]), MATRIX)
+    snap = 25_557_032 * 8 / 1e9 / 15.75
+    runs = {(s, ov): replay("agnostic", wl, make_fleet([("v100", 1)], gpus_per_node=1, storage=s),
+                            ReplayOptions(interval_layout=s, snapshot_overlap=ov))
+            for s in ("tiered", "remote-only") for ov in (0.0, 0.1, 0.25)}
+    assert runs[("tiered", 0.0)]["stall_periodic_s"] == pytest.approx(36_000 * snap / 4, rel=1e-12)  # k = 4
+    # overlap 0.1: 0.00298 s left, k = ceil(0.00298 / 0.0035) = 1 -> every iteration, 36,000 x 0.00298 s
+    assert runs[("tiered", 0.1)]["stall_periodic_s"] == pytest.approx(36_000 * (snap - 0.01), rel=1e-9)
+    assert runs[("tiered", 0.0)]["mean_checkpoint_interval_s"] == pytest.approx(0.4, rel=1e-12)
+    assert runs[("tiered", 0.1)]["mean_checkpoint_interval_s"] == pytest.approx(0.1, rel=1e-12)
+    assert runs[("tiered", 0.25)]["stall_periodic_s"] == 0.0
+    # the synchronous remote write overlaps nothing: identical at every overlap
+    for ov in (0.1, 0.25):
+        assert runs[("remote-only", ov)]["stall_periodic_s"] == runs[("remote-only", 0.0)]["stall_periodic_s"]
+    with pytest.raises(InputError) as ei:
+        ReplayOptions(snapshot_overlap=-0.1)
+    assert ei.value.field == "snapshot_overlap"
+
+
 def test_a_preempted_job_stalls_for_its_snapshot_and_restores_from_dram() -> None:
     # two equal jobs, one V100: least-attained-service alternates them every round
     wl = Workload(np.zeros(2), np.array([0, 0]), np.array([36_000.0, 36_000.0]), np.array([[1.0, 10.0]] * 2),

@@ -15,6 +15,7 @@ from seedance.storage.checkpoint import (
     durable_lag_s,
     job_checkpoint_gb,
     leave_stall_s,
+    periodic_stall_s,
     young_daly_interval,
 )
 from seedance.storage.tiers import STORAGE, Tier, custom
@@ -111,3 +112,18 @@ def test_leaving_the_gpu_stalls_for_the_snapshot_and_durability_lags_by_the_pers
     assert (staged.snapshot_tier, staged.persist_tier) == ("dram", "remote")
     assert leave_stall_s(staged) == leave_stall_s(tiered)
     assert durable_lag_s(staged) == pytest.approx(gb / 15.75 + gb / 1.25)
+
+
+def test_a_staged_snapshot_may_overlap_the_next_iteration_a_synchronous_write_may_not() -> None:
+    gb = 0.78  # Transformer: 65M parameters x 12 B
+    tiered = checkpoint_cost(gb, STORAGE.get("tiered"), 15.75)  # snapshot 0.049524 s to DRAM, persist to NVMe
+    remote = checkpoint_cost(gb, STORAGE.get("remote-only"), 15.75)  # synchronous 0.624 s to the remote store
+    assert periodic_stall_s(tiered, 0.1) == tiered.snapshot_s == pytest.approx(0.78 / 15.75)  # default: none
+    assert periodic_stall_s(tiered, 0.1, 0.25) == pytest.approx(0.78 / 15.75 - 0.025)  # 0.024524 s
+    assert periodic_stall_s(tiered, 0.1, 0.5) == 0.0  # 0.0495 s hides in 0.05 s of forward/backward
+    assert periodic_stall_s(remote, 0.1, 0.5) == remote.snapshot_s == pytest.approx(0.624)
+    staged = checkpoint_cost(gb, STORAGE.get("dram-remote"), 15.75)
+    assert periodic_stall_s(staged, 0.1, 0.25) == pytest.approx(0.78 / 15.75 - 0.025)
+    with pytest.raises(InputError) as ei:
+        periodic_stall_s(tiered, 0.1, 1.5)
+    assert ei.value.field == "snapshot_overlap"

@@ -13,7 +13,8 @@ Two drivers, one accounting:
   starting on a different node than it last ran on is a *migration*.
 
 Every running job checkpoints periodically at the interval of the *interval rule* (CheckFreq's, or
-Young's optimum of stall + rework; ``seedance.storage.checkpoint``), computed on the *interval layout*
+Young's optimum of stall + rework; ``seedance.storage.checkpoint``), computed per (job, GPU type) at the
+job's measured iteration time there (as CheckFreq's online profiler sees it) on the *interval layout*
 (``tiered`` unless told otherwise) so that ``--storage remote-only`` replays the same recovery points on
 slower storage. ``checkpoint_stall_s`` sums periodic snapshots (``stall_periodic_s``), the snapshot of a
 job leaving its GPU on preemption or migration (``stall_leave_s``; the persist overlaps its time off the
@@ -46,6 +47,7 @@ from seedance.storage.checkpoint import (
     durable_lag_s,
     job_checkpoint_gb,
     leave_stall_s,
+    periodic_stall_s,
     young_daly_interval,
 )
 from seedance.storage.tiers import STORAGE, TierSet
@@ -62,10 +64,15 @@ class ReplayOptions:
     placement: str = "best-fit"
     interval_rule: str = "checkfreq"
     interruptions_per_gpu_hour: float = LLAMA3_INTERRUPTIONS_PER_GPU_HOUR
+    snapshot_overlap: float = 0.0
+    """Share of an iteration a staged snapshot may overlap (``seedance.storage.checkpoint.periodic_stall_s``);
+    0 = CheckFreq's profiler's assumption, the default; a sensitivity, not a measured figure."""
 
     def __post_init__(self) -> None:
         if not self.round_s > 0:
             raise InputError("must be > 0", field="round_s")
+        if not 0.0 <= self.snapshot_overlap <= 1.0:
+            raise InputError(f"must be in [0, 1], got {self.snapshot_overlap!r}", field="snapshot_overlap")
         if self.interval_rule not in INTERVAL_RULES:
             raise InputError(f"checkpoint interval rule must be one of {', '.join(INTERVAL_RULES)}, not "
                              f"{self.interval_rule!r}", field="interval_rule")
@@ -81,7 +88,9 @@ INTERVAL_RULES = ("checkfreq", "young-daly")
 
 
 class _Costs:
-    """Per (job, GPU type) checkpoint figures on the fleet's layout; interval from the interval layout."""
+    """Per (job, GPU type) checkpoint figures on the fleet's layout; interval from the interval layout, at the
+    job's measured iteration time on that type (as CheckFreq's online profiling sees it; the power cap of the
+    type's first node)."""
 
     __slots__ = ("interval", "interval_s", "leave", "persist", "restore_local", "restore_remote", "rework",
                  "snapshot")
@@ -99,21 +108,27 @@ class _Costs:
         mtbf_s = 3600.0 / opts.interruptions_per_gpu_hour
         ref_layout: TierSet = STORAGE.get(opts.interval_layout)
         size = {t: job_checkpoint_gb(wl.matrix.job_types[t]) for t in set(wl.job_type.tolist())}
+        cols = _matrix_cols(wl, fleet)  # fleet type c is matrix column cols[c] (the orders differ)
         for j in range(n):
             gb = size[int(wl.job_type[j])]
             for c, node in enumerate(types):
                 pcie = node.gpu.pcie_gbs
                 ck = checkpoint_cost(gb, node.storage, pcie)
                 ref = checkpoint_cost(gb, ref_layout, pcie)
-                prof = wl.matrix.steps_per_s[wl.job_type[j], 0, c]
+                # CheckFreq profiles the running job's own iterations (cf_iterator: iterations 5-100), so the
+                # interval follows the job's true speed on this type (x the power cap), not the matrix's profile
+                prof = float(wl.true_rate[j, cols[c]]) * node.power_factor
                 if not prof > 0:
                     continue
-                self.snapshot[j, c], self.persist[j, c] = ck.snapshot_s, ck.persist_s
+                ov = opts.snapshot_overlap
+                self.snapshot[j, c] = periodic_stall_s(ck, 1.0 / prof, ov)
+                self.persist[j, c] = ck.persist_s
                 self.leave[j, c] = leave_stall_s(ck)
+                ref_stall = periodic_stall_s(ref, 1.0 / prof, ov)
                 if opts.interval_rule == "young-daly":
-                    self.interval[j, c] = young_daly_interval(1.0 / prof, ref.snapshot_s, ref.persist_s, mtbf_s)
+                    self.interval[j, c] = young_daly_interval(1.0 / prof, ref_stall, ref.persist_s, mtbf_s)
                 else:
-                    self.interval[j, c] = checkfreq_interval(1.0 / prof, ref.snapshot_s, ref.persist_s,
+                    self.interval[j, c] = checkfreq_interval(1.0 / prof, ref_stall, ref.persist_s,
                                                              opts.checkfreq_overhead)
                 self.interval_s[j, c] = self.interval[j, c] / prof
                 self.rework[j, c] = self.interval_s[j, c] / 2 + durable_lag_s(ck)

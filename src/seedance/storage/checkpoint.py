@@ -149,6 +149,21 @@ def young_daly_interval(iter_s: float, stall_s: float, persist_s: float, mtbf_s:
     return max(1, math.ceil(persist_s / iter_s), round(math.sqrt(2.0 * stall_s * mtbf_s) / iter_s))
 
 
+def periodic_stall_s(cost: CheckpointCost, iter_s: float, overlap: float = 0.0) -> float:
+    """Stall of one periodic checkpoint. A snapshot into a staging tier (two-phase) may run beside the next
+    iteration's forward and backward passes, training waiting only before the weight update (CheckFreq's
+    pipelining: ``cf_manager.save_cpu`` returns at once, ``weight_update`` waits for the snapshot), so it stalls
+    ``max(0, snapshot - overlap x iteration)``; ``overlap`` is the share of an iteration before the update. The
+    default 0 is CheckFreq's own profiler's assumption (``overhead = t_c``: "due to Python imperfections we might
+    see as much as t_c overhead in one iter"). A synchronous write (no staging tier) overlaps nothing."""
+    if not (0.0 <= overlap <= 1.0 and iter_s > 0):
+        raise InputError(f"snapshot overlap must be in [0, 1] of an iteration > 0 s, got overlap={overlap!r}, "
+                         f"iter_s={iter_s!r}", field="snapshot_overlap")
+    if cost.persist_tier == cost.snapshot_tier:  # synchronous write to the persistent tier
+        return cost.snapshot_s
+    return max(0.0, cost.snapshot_s - overlap * iter_s)
+
+
 def leave_stall_s(cost: CheckpointCost) -> float:
     """Stall of a job leaving its GPU: the snapshot (the persist overlaps the time it is off the GPU)."""
     return cost.snapshot_s

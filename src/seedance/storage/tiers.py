@@ -11,9 +11,13 @@ measurement):
 * CXL: a CXL 2.0 Type-3 memory expander on a PCIe 5.0 x16 link: 63 GB/s per direction (PCI-SIG
   PCIe 5.0 x16 raw rate; CXL.mem runs on the PCIe 5.0 PHY); 512 GB pool assumed.
 * NVMe: Samsung PM1733 3.84 TB (PCIe 4.0 x4): sequential read 7.0 GB/s, write 3.8 GB/s (Samsung
-  PM1733 datasheet).
-* remote: an object store reached through the node's network: 10 Gbit/s = 1.25 GB/s (AWS EC2
-  p3.2xlarge, 1x V100, "up to 10 Gigabit" network); capacity unbounded.
+  PM1733 datasheet; Samsung's 2019 launch figures were 6.4 GB/s read for the U.2 drive, 8.0 GB/s for the
+  HHHL card, 3.8 GB/s write for both). The read rate enters only a cross-node restore, which the network bounds.
+* remote: an object store reached through the node's network: 10 Gbit/s = 1.25 GB/s per node (AWS EC2
+  p3.8xlarge, 4x V100, "10 Gigabit", the size of the replay's 4-GPU nodes; p3.2xlarge, 1x V100, is "up to
+  10 Gigabit", p3.16xlarge, 8x V100, 25 Gigabit; AWS P3 launch table, 2017); capacity unbounded. A checkpoint
+  is costed at the whole node rate: GPUs of a node writing at once are not made to share it (in the
+  remote-only baseline's favour).
 
 ``remote-only`` is the same node without DRAM/CXL/NVMe staging: checkpoints are written synchronously
 to the remote store. ``dram-remote`` is CheckFreq's own setting on such a node: snapshot to host DRAM,
@@ -63,8 +67,8 @@ DRAM_TIER = Tier(DRAM, 512.0, 204.8, 204.8, "JEDEC DDR4-3200, 8 channels x 25.6 
 CXL_TIER = Tier(CXL, 512.0, 63.0, 63.0, "CXL 2.0 Type-3 expander on PCIe 5.0 x16 (63 GB/s raw per direction); "
                                          "512 GB pool assumed")
 NVME_TIER = Tier(NVME, 3840.0, 7.0, 3.8, "Samsung PM1733 3.84 TB datasheet: 7.0 GB/s read, 3.8 GB/s write")
-REMOTE_TIER = Tier(REMOTE, float("inf"), 1.25, 1.25, "node network 10 Gbit/s (AWS EC2 p3.2xlarge, 'up to 10 "
-                                                      "Gigabit'), object store behind it")
+REMOTE_TIER = Tier(REMOTE, float("inf"), 1.25, 1.25, "node network 10 Gbit/s (AWS EC2 p3.8xlarge, 4x V100, "
+                                                      "'10 Gigabit'), object store behind it")
 
 
 @dataclass(frozen=True, slots=True)
