@@ -73,6 +73,12 @@ class FilterPlugin(ABC):
     #: the state, so it changes only when the node is in the state's change log (the scheduler's
     #: candidate index then re-asks only changed nodes, through :meth:`mask_of`).
     indexable: ClassVar[bool] = False
+    #: Of an indexable filter, what can change a node's answer: ``"resources"`` (any change of the
+    #: node: binds, releases, cordons), ``"cordon"`` (only cordoning or uncordoning it:
+    #: ``ClusterState.set_schedulable``) or ``"never"`` (it reads only fixed data: capacity, GPU
+    #: model, labels). The candidate index re-asks a ``"cordon"`` filter only after a cordon change
+    #: and a ``"never"`` filter never.
+    changes_on: ClassVar[str] = "resources"
 
     @abstractmethod
     def mask(self, view: ClusterState, req: ResourceRequest) -> BoolA:
@@ -97,6 +103,7 @@ class Schedulable(FilterPlugin):
     name = "NodeSchedulable"
     resolvable = False
     indexable = True
+    changes_on = "cordon"
 
     def reason(self, req: ResourceRequest) -> str:
         return "node is cordoned"
@@ -127,7 +134,7 @@ class ResourcesFit(FilterPlugin):
         return (view.cpu_free[nodes] >= req.cpu_milli) & (view.mem_free[nodes] >= req.memory_mib)
 
     def ok_at(self, view: ClusterState, req: ResourceRequest, node: int) -> bool:
-        return bool(view.cpu_free[node] >= req.cpu_milli and view.mem_free[node] >= req.memory_mib)
+        return view.cpu_free.item(node) >= req.cpu_milli and view.mem_free.item(node) >= req.memory_mib
 
 
 class GpuModelMatch(FilterPlugin):
@@ -136,6 +143,7 @@ class GpuModelMatch(FilterPlugin):
     name = "GpuModelMatch"
     resolvable = False
     indexable = True
+    changes_on = "never"
 
     def reason(self, req: ResourceRequest) -> str:
         return f"GPU model not in {', '.join(req.gpu_types)}" if req.gpu_types else "node has no GPU"
@@ -177,8 +185,8 @@ class GpuFit(FilterPlugin):
         if req.num_gpu == 0:
             return True
         if req.is_sharing:
-            return bool(view.max_free[node] >= req.gpu_milli)
-        return bool(view.n_full[node] >= req.num_gpu)
+            return view.max_free.item(node) >= req.gpu_milli
+        return view.n_full.item(node) >= req.num_gpu
 
 
 DEFAULT_FILTERS: tuple[FilterPlugin, ...] = (Schedulable(), ResourcesFit(), GpuModelMatch(), GpuFit())
