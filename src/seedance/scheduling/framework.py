@@ -92,6 +92,11 @@ class FilterPlugin(ABC):
         """The mask at one node (indexable filters answer from that node's scalars)."""
         return bool(self.mask_of(view, req, np.array([node], dtype=np.intp))[0])
 
+    def ok_fn(self, view: ClusterState, req: ResourceRequest) -> Callable[[int], bool] | None:
+        """:meth:`ok_at` of ``req`` as a function of the node (the candidate index asks it node by
+        node), or ``None`` when every node passes whatever changes (a GPU filter of a CPU-only pod)."""
+        return lambda node: self.ok_at(view, req, node)
+
     def reason(self, req: ResourceRequest) -> str:
         """Why a node this filter rejects cannot host ``req`` (one short line)."""
         return f"rejected by {self.name}"
@@ -136,6 +141,10 @@ class ResourcesFit(FilterPlugin):
     def ok_at(self, view: ClusterState, req: ResourceRequest, node: int) -> bool:
         return view.cpu_free.item(node) >= req.cpu_milli and view.mem_free.item(node) >= req.memory_mib
 
+    def ok_fn(self, view: ClusterState, req: ResourceRequest) -> Callable[[int], bool] | None:
+        cpu, mem, c, m = view.cpu_free.item, view.mem_free.item, req.cpu_milli, req.memory_mib
+        return lambda node: cpu(node) >= c and mem(node) >= m
+
 
 class GpuModelMatch(FilterPlugin):
     """The node's GPU model is one the request accepts (GPU requests only)."""
@@ -160,6 +169,12 @@ class GpuModelMatch(FilterPlugin):
 
     def ok_at(self, view: ClusterState, req: ResourceRequest, node: int) -> bool:
         return req.num_gpu == 0 or bool(view.model_mask(req.gpu_types)[node])
+
+    def ok_fn(self, view: ClusterState, req: ResourceRequest) -> Callable[[int], bool] | None:
+        if req.num_gpu == 0:
+            return None
+        mask = view.model_mask(req.gpu_types).item
+        return lambda node: bool(mask(node))
 
 
 class GpuFit(FilterPlugin):
@@ -187,6 +202,15 @@ class GpuFit(FilterPlugin):
         if req.is_sharing:
             return view.max_free.item(node) >= req.gpu_milli
         return view.n_full.item(node) >= req.num_gpu
+
+    def ok_fn(self, view: ClusterState, req: ResourceRequest) -> Callable[[int], bool] | None:
+        if req.num_gpu == 0:
+            return None
+        if req.is_sharing:
+            max_free, milli = view.max_free.item, req.gpu_milli
+            return lambda node: max_free(node) >= milli
+        n_full, k = view.n_full.item, req.num_gpu
+        return lambda node: n_full(node) >= k
 
 
 DEFAULT_FILTERS: tuple[FilterPlugin, ...] = (Schedulable(), ResourcesFit(), GpuModelMatch(), GpuFit())

@@ -58,6 +58,7 @@ class CandidateIndex:
         "_bcount", "_bits", "_bmax", "_cordons", "_count", "_dyn", "_epoch", "_feas", "_filters", "_fixed",
         "_fixed_idx", "_fn", "_n", "_node_at", "_oks", "_pending", "_pending_all", "_pending_few", "_pending_size",
         "_pos", "_pos_of", "_rank_epoch", "_req", "_rows", "_stamp", "_vals", "_view", "passes",
+        "_dyn_fns", "_feas_mv", "_fixed_mv", "_mv",
     )
 
     def __init__(self, view: ClusterState, req: ResourceRequest, filters: Sequence[FilterPlugin]) -> None:
@@ -67,8 +68,18 @@ class CandidateIndex:
         self._req = req
         self._filters = tuple(filters)
         self._n = n
-        self._feas: NDArray[np.bool_] = np.zeros(nb * BLOCK, dtype=np.bool_)
-        self._bits: NDArray[np.bool_] = np.zeros((len(self._filters), n), dtype=np.bool_)
+        nf = len(self._filters)
+        # the bits, the feasible mask and the fixed filters' AND live in byte buffers: arrays for the
+        # array passes, memoryviews for the node-by-node refresh (a memoryview item costs a fraction
+        # of an array scalar)
+        buf = bytearray(nf * n + nb * BLOCK + n)
+        self._bits: NDArray[np.bool_] = np.frombuffer(buf, dtype=np.bool_, count=nf * n).reshape(nf, n)
+        self._feas: NDArray[np.bool_] = np.frombuffer(buf, dtype=np.bool_, count=nb * BLOCK, offset=nf * n)
+        self._fixed: NDArray[np.bool_] = np.frombuffer(buf, dtype=np.bool_, count=n, offset=nf * n + nb * BLOCK)
+        self._fixed[:] = True
+        mv = self._mv = memoryview(buf)
+        self._feas_mv = mv[nf * n : nf * n + nb * BLOCK]
+        self._fixed_mv = mv[nf * n + nb * BLOCK :]
         self._bcount: NDArray[np.int64] = np.zeros(nb, dtype=np.int64)
         self._vals: Scores = np.full(nb * BLOCK, _MIN, dtype=np.int64)
         self._bmax: Scores = np.full(nb, _MIN, dtype=np.int64)
@@ -79,7 +90,8 @@ class CandidateIndex:
         self._pending_size = 0
         self._pending_all = True
         self._count = 0
-        self.passes: NDArray[np.int64] = np.zeros(len(self._filters), dtype=np.int64)
+        #: per filter, how many nodes pass it
+        self.passes: list[int] = [0] * nf
         self._pos = view.change_count
         self._rank_epoch = -1
         self._pos_of: NDArray[np.int64] = np.zeros(n, dtype=np.int64)
@@ -90,10 +102,11 @@ class CandidateIndex:
         # only after a cordon change
         self._dyn = tuple(i for i, f in enumerate(self._filters) if f.changes_on not in ("cordon", "never"))
         self._fixed_idx = tuple(i for i in range(len(self._filters)) if i not in self._dyn)
-        self._fixed: NDArray[np.bool_] = np.ones(n, dtype=np.bool_)
         self._cordons = view.cordon_count
         self._oks = tuple(f.ok_at for f in self._filters)
-        self._rows = tuple(self._bits[i] for i in range(len(self._filters)))
+        self._rows = tuple(mv[i * n : (i + 1) * n] for i in range(nf))
+        # the resource filters this request can fail, each with its one-node answer
+        self._dyn_fns = tuple((i, fn) for i in self._dyn if (fn := self._filters[i].ok_fn(view, req)) is not None)
         self._set_rank()
         self._update(np.arange(n, dtype=np.intp), first=True)
 
@@ -200,7 +213,7 @@ class CandidateIndex:
         """:meth:`best` after a few distinct changed ``nodes``, with Python scalars: the same
         scores (one call of the score function on the feasible ones, in node order) and the same
         block maxima, a block's maximum recomputed only where its old maximum was lowered."""
-        feas, pos_of, vals, bmax = self._feas, self._pos_of, self._vals, self._bmax
+        feas, pos_of, vals, bmax = self._feas_mv, self._pos_of, self._vals, self._bmax
         ok = [n for n in nodes if feas[n]]
         assert self._fn is not None
         scores = iter(self._fn(np.array(ok, dtype=np.intp)).tolist() if ok else ())
@@ -219,7 +232,7 @@ class CandidateIndex:
             elif was == top:
                 stale.append(b)
         for b in stale:
-            bmax[b] = vals[b * BLOCK : (b + 1) * BLOCK].max()
+            bmax[b] = np.maximum.reduce(vals[b * BLOCK : (b + 1) * BLOCK])  # (no wrapper around the reduce)
         b = int(bmax.argmax())
         lo = b * BLOCK
         p = lo + int(vals[lo : lo + BLOCK].argmax())
@@ -227,7 +240,7 @@ class CandidateIndex:
 
     def rejections(self) -> dict[str, int]:
         """How many nodes each filter rejects on its own (the scan's ``Scheduler.rejections``)."""
-        return {f.name: self._n - int(c) for f, c in zip(self._filters, self.passes.tolist(), strict=True)}
+        return {f.name: self._n - c for f, c in zip(self._filters, self.passes, strict=True)}
 
     # ------------------------------------------------------------------ internals
     def _distinct(self, nodes: NDArray[np.int64]) -> Nodes:
@@ -254,9 +267,9 @@ class CandidateIndex:
 
     def _update_few(self, nodes: list[int], *, every: bool) -> None:
         """:meth:`_update` of a few distinct nodes, node by node with Python scalars."""
-        view, req, rows, oks, feas, fixed = self._view, self._req, self._rows, self._oks, self._feas, self._fixed
-        passes = self.passes
+        rows, feas, fixed, passes = self._rows, self._feas_mv, self._fixed_mv, self.passes
         if every:  # a cordon changed: re-ask the fixed and cordon-only filters too
+            view, req, oks = self._view, self._req, self._oks
             for n in nodes:
                 ok_all = True
                 for i in self._fixed_idx:
@@ -266,12 +279,14 @@ class CandidateIndex:
                         passes[i] += 1 if ok else -1
                     ok_all = ok_all and ok
                 fixed[n] = ok_all
+        dyn = self._dyn_fns
         for n in nodes:
-            feasible = bool(fixed[n])
-            for i in self._dyn:
-                ok = oks[i](view, req, n)
-                if ok != rows[i][n]:
-                    rows[i][n] = ok
+            feasible = fixed[n] == 1
+            for i, fn in dyn:
+                ok = fn(n)
+                row = rows[i]
+                if ok != row[n]:
+                    row[n] = ok
                     passes[i] += 1 if ok else -1
                 feasible = feasible and ok
             if feasible != feas[n]:
@@ -290,11 +305,11 @@ class CandidateIndex:
     def _update(self, dirty: Nodes, *, first: bool = False, every: bool = True) -> None:
         """Re-ask the filters at the distinct nodes ``dirty`` (only the resource filters unless
         ``every``) and bring the bits, counts and feasible mask up to date."""
-        view, req, rows = self._view, self._req, self._rows
+        view, req, rows = self._view, self._req, self._bits
         if first:
             new = np.array([f.mask_of(view, req, dirty) for f in self._filters], dtype=np.bool_)
             self._bits[:, dirty] = new
-            self.passes[:] = new.sum(axis=1)
+            self.passes = new.sum(axis=1).tolist()
             for i in self._fixed_idx:
                 self._fixed[dirty] &= new[i]
             nf = np.asarray(new.all(axis=0), dtype=np.bool_)
@@ -306,17 +321,17 @@ class CandidateIndex:
             fixed = None
             for i in self._fixed_idx:
                 m = self._filters[i].mask_of(view, req, dirty)
-                self.passes[i] += np.count_nonzero(m) - np.count_nonzero(rows[i][dirty])
+                self.passes[i] += int(np.count_nonzero(m)) - int(np.count_nonzero(rows[i][dirty]))
                 rows[i][dirty] = m
                 fixed = m if fixed is None else fixed & m
             self._fixed[dirty] = fixed
             nf = np.array(fixed, dtype=np.bool_)
         else:
             nf = self._fixed[dirty]
-        for i in self._dyn:
+        for i, _ in self._dyn_fns:
             m = self._filters[i].mask_of(view, req, dirty)
             old = rows[i][dirty]
-            moved = np.count_nonzero(m) - np.count_nonzero(old)
+            moved = int(np.count_nonzero(m)) - int(np.count_nonzero(old))
             if moved:
                 self.passes[i] += moved
             rows[i][dirty] = m
