@@ -376,6 +376,7 @@ class Scheduler:
         self.indexed = policy.indexable and all(f.indexable for f in self.filters)
         self._index_view: ClusterState | None = None
         self._indexes: dict[ResourceRequest, CandidateIndex] = {}
+        self._by_id: dict[int, tuple[ResourceRequest, CandidateIndex]] = {}
 
     def feasible(self, view: ClusterState, req: ResourceRequest) -> BoolA:
         """Mask of nodes that pass every filter."""
@@ -407,9 +408,18 @@ class Scheduler:
         if view is not self._index_view:
             self._index_view = view
             self._indexes = {}
+            self._by_id = {}
+        # drivers pass the same request objects again and again: find them by identity first (the
+        # entry keeps the object alive, so its id is not reused) instead of hashing their fields
+        hit = self._by_id.get(id(req))
+        if hit is not None and hit[0] is req:
+            return hit[1]
         index = self._indexes.get(req)
         if index is None:
             index = self._indexes[req] = CandidateIndex(view, req, self.filters)
+        if len(self._by_id) >= 4 * len(self._indexes) + 1024:  # fresh objects per call (a server): stay bounded
+            self._by_id = {}
+        self._by_id[id(req)] = (req, index)
         return index
 
     def decide_scored(
