@@ -128,6 +128,8 @@ class ClusterState:
         self._rank: I64 = np.arange(n, dtype=np.int64)
         #: grows by one on every ``set_rank`` (indexes ordered by rank key on it)
         self.rank_epoch = 0
+        #: grows by one on every ``set_schedulable`` (indexes skip cordon-only filters while it stays)
+        self.cordon_count = 0
         self.used_gpu_milli = 0
         self.capacity_gpu_milli = int(self.gpu_count.sum()) * MILLI_PER_GPU
         # shape registry: id -> (model, cpu_free, mem_free, free GPUs sorted descending)
@@ -303,6 +305,7 @@ class ClusterState:
     def set_schedulable(self, node: int, schedulable: bool) -> None:
         """Cordon (``False``) or uncordon (``True``) a node."""
         self._schedulable[node] = schedulable
+        self.cordon_count += 1
         self._version[node] += 1
         self._log_change(node)
 

@@ -29,6 +29,8 @@ from seedance.core.cluster import ClusterState
 from seedance.scheduling.tasktypes import TaskTypes
 
 F64 = NDArray[np.float64]
+#: Most classes valued in one call of :meth:`FragModel.frag` (its temporaries are classes x GPUs x sizes).
+_VALUE_BATCH = 4096
 #: A fragmentation class: (model id, CPU level, free milli per GPU sorted descending).
 ClassKey = tuple[int, int, tuple[int, ...]]
 
@@ -139,17 +141,19 @@ class FragModel:
         start, end = len(self._class_frag), len(self._class_keys)
         if start == end:
             return
-        keys = self._class_keys[start:end]
-        level_cpu = self._level_cpu
-        vals = self.frag(
-            np.array([level_cpu[k[1]] for k in keys], dtype=np.int64),
-            np.array([k[2] for k in keys], dtype=np.int32).reshape(end - start, self.state.max_gpus),
-            np.array([k[0] for k in keys], dtype=np.int16),
-        )
-        self._class_frag.extend(vals.tolist())
         if end > self._frag_arr.size:
             self._frag_arr = np.resize(self._frag_arr, max(end, 2 * self._frag_arr.size))
-        self._frag_arr[start:end] = vals
+        level_cpu = self._level_cpu
+        for lo in range(start, end, _VALUE_BATCH):  # bounded temporaries; the bits do not depend on the batch
+            hi = min(end, lo + _VALUE_BATCH)
+            keys = self._class_keys[lo:hi]
+            vals = self.frag(
+                np.array([level_cpu[k[1]] for k in keys], dtype=np.int64),
+                np.array([k[2] for k in keys], dtype=np.int32).reshape(hi - lo, self.state.max_gpus),
+                np.array([k[0] for k in keys], dtype=np.int16),
+            )
+            self._class_frag.extend(vals.tolist())
+            self._frag_arr[lo:hi] = vals
 
     def sync(self) -> None:
         """Classify the shapes the state named since the last call (new classes are valued when read)."""

@@ -73,6 +73,12 @@ class FilterPlugin(ABC):
     #: the state, so it changes only when the node is in the state's change log (the scheduler's
     #: candidate index then re-asks only changed nodes, through :meth:`mask_of`).
     indexable: ClassVar[bool] = False
+    #: Of an indexable filter, what can change a node's answer: ``"resources"`` (any change of the
+    #: node: binds, releases, cordons), ``"cordon"`` (only cordoning or uncordoning it:
+    #: ``ClusterState.set_schedulable``) or ``"never"`` (it reads only fixed data: capacity, GPU
+    #: model, labels). The candidate index re-asks a ``"cordon"`` filter only after a cordon change
+    #: and a ``"never"`` filter never.
+    changes_on: ClassVar[str] = "resources"
 
     @abstractmethod
     def mask(self, view: ClusterState, req: ResourceRequest) -> BoolA:
@@ -86,6 +92,11 @@ class FilterPlugin(ABC):
         """The mask at one node (indexable filters answer from that node's scalars)."""
         return bool(self.mask_of(view, req, np.array([node], dtype=np.intp))[0])
 
+    def ok_fn(self, view: ClusterState, req: ResourceRequest) -> Callable[[int], bool] | None:
+        """:meth:`ok_at` of ``req`` as a function of the node (the candidate index asks it node by
+        node), or ``None`` when every node passes whatever changes (a GPU filter of a CPU-only pod)."""
+        return lambda node: self.ok_at(view, req, node)
+
     def reason(self, req: ResourceRequest) -> str:
         """Why a node this filter rejects cannot host ``req`` (one short line)."""
         return f"rejected by {self.name}"
@@ -97,6 +108,7 @@ class Schedulable(FilterPlugin):
     name = "NodeSchedulable"
     resolvable = False
     indexable = True
+    changes_on = "cordon"
 
     def reason(self, req: ResourceRequest) -> str:
         return "node is cordoned"
@@ -127,7 +139,11 @@ class ResourcesFit(FilterPlugin):
         return (view.cpu_free[nodes] >= req.cpu_milli) & (view.mem_free[nodes] >= req.memory_mib)
 
     def ok_at(self, view: ClusterState, req: ResourceRequest, node: int) -> bool:
-        return bool(view.cpu_free[node] >= req.cpu_milli and view.mem_free[node] >= req.memory_mib)
+        return view.cpu_free.item(node) >= req.cpu_milli and view.mem_free.item(node) >= req.memory_mib
+
+    def ok_fn(self, view: ClusterState, req: ResourceRequest) -> Callable[[int], bool] | None:
+        cpu, mem, c, m = view.cpu_free.item, view.mem_free.item, req.cpu_milli, req.memory_mib
+        return lambda node: cpu(node) >= c and mem(node) >= m
 
 
 class GpuModelMatch(FilterPlugin):
@@ -136,6 +152,7 @@ class GpuModelMatch(FilterPlugin):
     name = "GpuModelMatch"
     resolvable = False
     indexable = True
+    changes_on = "never"
 
     def reason(self, req: ResourceRequest) -> str:
         return f"GPU model not in {', '.join(req.gpu_types)}" if req.gpu_types else "node has no GPU"
@@ -152,6 +169,12 @@ class GpuModelMatch(FilterPlugin):
 
     def ok_at(self, view: ClusterState, req: ResourceRequest, node: int) -> bool:
         return req.num_gpu == 0 or bool(view.model_mask(req.gpu_types)[node])
+
+    def ok_fn(self, view: ClusterState, req: ResourceRequest) -> Callable[[int], bool] | None:
+        if req.num_gpu == 0:
+            return None
+        mask = view.model_mask(req.gpu_types).item
+        return lambda node: bool(mask(node))
 
 
 class GpuFit(FilterPlugin):
@@ -177,8 +200,17 @@ class GpuFit(FilterPlugin):
         if req.num_gpu == 0:
             return True
         if req.is_sharing:
-            return bool(view.max_free[node] >= req.gpu_milli)
-        return bool(view.n_full[node] >= req.num_gpu)
+            return view.max_free.item(node) >= req.gpu_milli
+        return view.n_full.item(node) >= req.num_gpu
+
+    def ok_fn(self, view: ClusterState, req: ResourceRequest) -> Callable[[int], bool] | None:
+        if req.num_gpu == 0:
+            return None
+        if req.is_sharing:
+            max_free, milli = view.max_free.item, req.gpu_milli
+            return lambda node: max_free(node) >= milli
+        n_full, k = view.n_full.item, req.num_gpu
+        return lambda node: n_full(node) >= k
 
 
 DEFAULT_FILTERS: tuple[FilterPlugin, ...] = (Schedulable(), ResourcesFit(), GpuModelMatch(), GpuFit())
@@ -344,6 +376,7 @@ class Scheduler:
         self.indexed = policy.indexable and all(f.indexable for f in self.filters)
         self._index_view: ClusterState | None = None
         self._indexes: dict[ResourceRequest, CandidateIndex] = {}
+        self._by_id: dict[int, tuple[ResourceRequest, CandidateIndex]] = {}
 
     def feasible(self, view: ClusterState, req: ResourceRequest) -> BoolA:
         """Mask of nodes that pass every filter."""
@@ -375,9 +408,18 @@ class Scheduler:
         if view is not self._index_view:
             self._index_view = view
             self._indexes = {}
+            self._by_id = {}
+        # drivers pass the same request objects again and again: find them by identity first (the
+        # entry keeps the object alive, so its id is not reused) instead of hashing their fields
+        hit = self._by_id.get(id(req))
+        if hit is not None and hit[0] is req:
+            return hit[1]
         index = self._indexes.get(req)
         if index is None:
             index = self._indexes[req] = CandidateIndex(view, req, self.filters)
+        if len(self._by_id) >= 4 * len(self._indexes) + 1024:  # fresh objects per call (a server): stay bounded
+            self._by_id = {}
+        self._by_id[id(req)] = (req, index)
         return index
 
     def decide_scored(

@@ -37,8 +37,12 @@ ScoreFn = Callable[[Nodes], Scores]
 #: Nodes (or rank positions) per block of the block counts and block maxima.
 BLOCK = 64
 _MIN = np.iinfo(np.int64).min
-#: Up to this many changes, a refresh updates node by node (scalar reads, no array passes).
-_FEW = 4
+#: Up to this many distinct changed nodes, a refresh updates node by node with Python scalars (a
+#: node costs a few scalar reads per filter it re-asks; an array refresh costs a dozen or more
+#: array passes whatever its size).
+_FEW = 8
+#: Change logs up to this long are deduplicated with a Python set (array passes cost more there).
+_SHORT_LOG = 48
 
 
 class CandidateIndex:
@@ -51,9 +55,10 @@ class CandidateIndex:
     """
 
     __slots__ = (
-        "_bcount", "_bits", "_bmax", "_count", "_epoch", "_feas", "_filters", "_fn", "_n", "_node_at",
-        "_pending", "_pending_all", "_pending_size", "_pos", "_pos_of", "_rank_epoch", "_req", "_stamp", "_vals",
-        "_view", "passes",
+        "_bcount", "_bits", "_bmax", "_cordons", "_count", "_dyn", "_epoch", "_feas", "_filters", "_fixed",
+        "_fixed_idx", "_fn", "_n", "_node_at", "_oks", "_pending", "_pending_all", "_pending_few", "_pending_size",
+        "_pos", "_pos_of", "_rank_epoch", "_req", "_rows", "_stamp", "_vals", "_view", "passes",
+        "_dyn_fns", "_feas_mv", "_fixed_mv", "_mv",
     )
 
     def __init__(self, view: ClusterState, req: ResourceRequest, filters: Sequence[FilterPlugin]) -> None:
@@ -63,23 +68,45 @@ class CandidateIndex:
         self._req = req
         self._filters = tuple(filters)
         self._n = n
-        self._feas: NDArray[np.bool_] = np.zeros(nb * BLOCK, dtype=np.bool_)
-        self._bits: NDArray[np.bool_] = np.zeros((len(self._filters), n), dtype=np.bool_)
+        nf = len(self._filters)
+        # the bits, the feasible mask and the fixed filters' AND live in byte buffers: arrays for the
+        # array passes, memoryviews for the node-by-node refresh (a memoryview item costs a fraction
+        # of an array scalar)
+        buf = bytearray(nf * n + nb * BLOCK + n)
+        self._bits: NDArray[np.bool_] = np.frombuffer(buf, dtype=np.bool_, count=nf * n).reshape(nf, n)
+        self._feas: NDArray[np.bool_] = np.frombuffer(buf, dtype=np.bool_, count=nb * BLOCK, offset=nf * n)
+        self._fixed: NDArray[np.bool_] = np.frombuffer(buf, dtype=np.bool_, count=n, offset=nf * n + nb * BLOCK)
+        self._fixed[:] = True
+        mv = self._mv = memoryview(buf)
+        self._feas_mv = mv[nf * n : nf * n + nb * BLOCK]
+        self._fixed_mv = mv[nf * n + nb * BLOCK :]
         self._bcount: NDArray[np.int64] = np.zeros(nb, dtype=np.int64)
         self._vals: Scores = np.full(nb * BLOCK, _MIN, dtype=np.int64)
         self._bmax: Scores = np.full(nb, _MIN, dtype=np.int64)
         self._fn: ScoreFn | None = None
         self._epoch: object = None
         self._pending: list[Nodes] = []
+        self._pending_few: list[int] = []  # nodes of node-by-node refreshes since the last scoring
         self._pending_size = 0
         self._pending_all = True
         self._count = 0
-        self.passes: NDArray[np.int64] = np.zeros(len(self._filters), dtype=np.int64)
+        #: per filter, how many nodes pass it
+        self.passes: list[int] = [0] * nf
         self._pos = view.change_count
         self._rank_epoch = -1
         self._pos_of: NDArray[np.int64] = np.zeros(n, dtype=np.int64)
         self._node_at: NDArray[np.int64] = np.zeros(n, dtype=np.int64)
         self._stamp: NDArray[np.int32] = np.zeros(n, dtype=np.int32)  # scratch of _distinct
+        # filters whose answers change with a node's resources (re-asked for every changed node),
+        # and the others (cordon-only or fixed), whose bits are ANDed into ``_fixed`` and re-asked
+        # only after a cordon change
+        self._dyn = tuple(i for i, f in enumerate(self._filters) if f.changes_on not in ("cordon", "never"))
+        self._fixed_idx = tuple(i for i in range(len(self._filters)) if i not in self._dyn)
+        self._cordons = view.cordon_count
+        self._oks = tuple(f.ok_at for f in self._filters)
+        self._rows = tuple(mv[i * n : (i + 1) * n] for i in range(nf))
+        # the resource filters this request can fail, each with its one-node answer
+        self._dyn_fns = tuple((i, fn) for i in self._dyn if (fn := self._filters[i].ok_fn(view, req)) is not None)
         self._set_rank()
         self._update(np.arange(n, dtype=np.intp), first=True)
 
@@ -98,22 +125,28 @@ class CandidateIndex:
         if self._pos < end:
             log = view.change_log(self._pos)
             self._pos = end
+            # without a cordon change since the last refresh, only the resource filters can differ
+            every = view.cordon_count != self._cordons
+            self._cordons = view.cordon_count
             if 4 * log.size >= self._n:
-                self._update(np.arange(self._n, dtype=np.intp))
-            elif log.size <= _FEW:
-                for n in sorted(set(log.tolist())):
-                    self._update_one(n)
+                self._update(np.arange(self._n, dtype=np.intp), every=every)
+            elif log.size <= _SHORT_LOG:
+                nodes = sorted(set(log.tolist()))
+                if len(nodes) <= _FEW:
+                    self._update_few(nodes, every=every)
+                else:
+                    self._update(np.array(nodes, dtype=np.intp), every=every)
             else:
-                self._update(self._distinct(log))
+                self._update(self._distinct(log), every=every)
         return self._count
 
     def nth_feasible(self, j: int) -> int:
         """The ``j``-th feasible node in node order (``0 <= j < count``)."""
-        cs = np.cumsum(self._bcount)
-        b = int(np.searchsorted(cs, j, side="right"))
-        before = int(cs[b - 1]) if b else 0
+        cs = self._bcount.cumsum()  # array methods: no dispatch through numpy's function wrappers
+        b = int(cs.searchsorted(j, side="right"))
+        before = cs.item(b - 1) if b else 0
         lo = b * BLOCK
-        return lo + int(np.flatnonzero(self._feas[lo : lo + BLOCK])[j - before])
+        return lo + int(self._feas[lo : lo + BLOCK].nonzero()[0][j - before])
 
     def feasible_nodes(self) -> Nodes:
         """Every feasible node, in node order."""
@@ -133,10 +166,21 @@ class CandidateIndex:
         if self._pending_all:
             todo: Nodes = np.arange(self._n, dtype=np.intp)
         elif self._pending:
+            if self._pending_few:
+                self._pending.append(np.array(self._pending_few, dtype=np.intp))
             todo = self._pending[0] if len(self._pending) == 1 else self._distinct(np.concatenate(self._pending))
+        elif self._pending_few:
+            few = self._pending_few
+            nodes = few if len(few) == 1 else sorted(set(few))
+            if len(nodes) <= _FEW:
+                self._pending_few = []
+                self._pending_size = 0
+                return self._best_few(nodes)
+            todo = np.array(nodes, dtype=np.intp)
         else:
             todo = np.zeros(0, dtype=np.intp)
         self._pending = []
+        self._pending_few = []
         self._pending_size = 0
         self._pending_all = False
         if todo.size:
@@ -165,9 +209,38 @@ class CandidateIndex:
         p = lo + int(self._vals[lo : lo + BLOCK].argmax())
         return int(self._node_at[p]), int(self._vals[p])
 
+    def _best_few(self, nodes: list[int]) -> tuple[int, int]:
+        """:meth:`best` after a few distinct changed ``nodes``, with Python scalars: the same
+        scores (one call of the score function on the feasible ones, in node order) and the same
+        block maxima, a block's maximum recomputed only where its old maximum was lowered."""
+        feas, pos_of, vals, bmax = self._feas_mv, self._pos_of, self._vals, self._bmax
+        ok = [n for n in nodes if feas[n]]
+        assert self._fn is not None
+        scores = iter(self._fn(np.array(ok, dtype=np.intp)).tolist() if ok else ())
+        stale: list[int] = []
+        for n in nodes:
+            v = next(scores) if feas[n] else _MIN
+            p = pos_of.item(n)
+            was = vals.item(p)
+            if v == was:
+                continue
+            vals[p] = v
+            b = p // BLOCK
+            top = bmax.item(b)
+            if v > top:
+                bmax[b] = v
+            elif was == top:
+                stale.append(b)
+        for b in stale:
+            bmax[b] = np.maximum.reduce(vals[b * BLOCK : (b + 1) * BLOCK])  # (no wrapper around the reduce)
+        b = int(bmax.argmax())
+        lo = b * BLOCK
+        p = lo + int(vals[lo : lo + BLOCK].argmax())
+        return int(self._node_at[p]), int(vals[p])
+
     def rejections(self) -> dict[str, int]:
         """How many nodes each filter rejects on its own (the scan's ``Scheduler.rejections``)."""
-        return {f.name: self._n - int(c) for f, c in zip(self._filters, self.passes.tolist(), strict=True)}
+        return {f.name: self._n - c for f, c in zip(self._filters, self.passes, strict=True)}
 
     # ------------------------------------------------------------------ internals
     def _distinct(self, nodes: NDArray[np.int64]) -> Nodes:
@@ -192,57 +265,90 @@ class CandidateIndex:
         self._bmax[:] = _MIN
         self._pending_all = True
 
-    def _update_one(self, n: int) -> None:
-        view, req, bits = self._view, self._req, self._bits
-        feasible = True
-        for i, f in enumerate(self._filters):
-            ok = f.ok_at(view, req, n)
-            if ok != bits[i, n]:
-                bits[i, n] = ok
-                self.passes[i] += 1 if ok else -1
-            feasible = feasible and ok
-        if feasible != self._feas[n]:
-            self._feas[n] = feasible
-            self._bcount[n // BLOCK] += 1 if feasible else -1
-            self._count += 1 if feasible else -1
+    def _update_few(self, nodes: list[int], *, every: bool) -> None:
+        """:meth:`_update` of a few distinct nodes, node by node with Python scalars."""
+        rows, feas, fixed, passes = self._rows, self._feas_mv, self._fixed_mv, self.passes
+        if every:  # a cordon changed: re-ask the fixed and cordon-only filters too
+            view, req, oks = self._view, self._req, self._oks
+            for n in nodes:
+                ok_all = True
+                for i in self._fixed_idx:
+                    ok = oks[i](view, req, n)
+                    if ok != rows[i][n]:
+                        rows[i][n] = ok
+                        passes[i] += 1 if ok else -1
+                    ok_all = ok_all and ok
+                fixed[n] = ok_all
+        dyn = self._dyn_fns
+        for n in nodes:
+            feasible = fixed[n] == 1
+            for i, fn in dyn:
+                ok = fn(n)
+                row = rows[i]
+                if ok != row[n]:
+                    row[n] = ok
+                    passes[i] += 1 if ok else -1
+                feasible = feasible and ok
+            if feasible != feas[n]:
+                feas[n] = feasible
+                self._bcount[n // BLOCK] += 1 if feasible else -1
+                self._count += 1 if feasible else -1
         if not self._pending_all:
-            self._pending.append(np.array([n], dtype=np.intp))
-            self._pending_size += 1
+            self._pending_few.extend(nodes)
+            self._pending_size += len(nodes)
             if 4 * self._pending_size >= self._n:
                 self._pending_all = True
                 self._pending = []
+                self._pending_few = []
                 self._pending_size = 0
 
-    def _update(self, dirty: Nodes, *, first: bool = False) -> None:
-        view, req = self._view, self._req
-        new = np.array([f.mask_of(view, req, dirty) for f in self._filters], dtype=np.bool_)
+    def _update(self, dirty: Nodes, *, first: bool = False, every: bool = True) -> None:
+        """Re-ask the filters at the distinct nodes ``dirty`` (only the resource filters unless
+        ``every``) and bring the bits, counts and feasible mask up to date."""
+        view, req, rows = self._view, self._req, self._bits
         if first:
+            new = np.array([f.mask_of(view, req, dirty) for f in self._filters], dtype=np.bool_)
             self._bits[:, dirty] = new
-            self.passes[:] = new.sum(axis=1)
+            self.passes = new.sum(axis=1).tolist()
+            for i in self._fixed_idx:
+                self._fixed[dirty] &= new[i]
             nf = np.asarray(new.all(axis=0), dtype=np.bool_)
             self._feas[dirty] = nf
             self._bcount[:] = self._feas.reshape(-1, BLOCK).sum(axis=1)
             self._count = int(nf.sum())
             return
-        old = self._bits[:, dirty]
-        self._bits[:, dirty] = new
-        nf = np.asarray(new.all(axis=0), dtype=np.bool_)
+        if every and self._fixed_idx:
+            fixed = None
+            for i in self._fixed_idx:
+                m = self._filters[i].mask_of(view, req, dirty)
+                self.passes[i] += int(np.count_nonzero(m)) - int(np.count_nonzero(rows[i][dirty]))
+                rows[i][dirty] = m
+                fixed = m if fixed is None else fixed & m
+            self._fixed[dirty] = fixed
+            nf = np.array(fixed, dtype=np.bool_)
+        else:
+            nf = self._fixed[dirty]
+        for i, _ in self._dyn_fns:
+            m = self._filters[i].mask_of(view, req, dirty)
+            old = rows[i][dirty]
+            moved = int(np.count_nonzero(m)) - int(np.count_nonzero(old))
+            if moved:
+                self.passes[i] += moved
+            rows[i][dirty] = m
+            nf &= m
         of = self._feas[dirty]
         if dirty.size == 1:
-            if not np.array_equal(new, old):
-                self.passes += new[:, 0].astype(np.int64) - old[:, 0]
             a, b = bool(nf[0]), bool(of[0])
             if a != b:
                 self._feas[dirty] = nf
                 self._bcount[int(dirty[0]) // BLOCK] += 1 if a else -1
                 self._count += 1 if a else -1
         else:
-            self.passes += (new.view(np.int8) - old.view(np.int8)).sum(axis=1)
-            moved = nf != of
-            if moved.any():  # the nodes whose feasibility flipped (often none)
+            flip = nf != of
+            if flip.any():  # the nodes whose feasibility flipped (often none)
                 self._feas[dirty] = nf
                 bcount = self._bcount
-                for n, up in zip(dirty[moved].tolist(), nf[moved].tolist(), strict=True):
+                for n, up in zip(dirty[flip].tolist(), nf[flip].tolist(), strict=True):
                     bcount[n // BLOCK] += 1 if up else -1
                     self._count += 1 if up else -1
         if not self._pending_all:
@@ -251,4 +357,5 @@ class CandidateIndex:
             if 4 * self._pending_size >= self._n:
                 self._pending_all = True
                 self._pending = []
+                self._pending_few = []
                 self._pending_size = 0

@@ -27,8 +27,12 @@ from seedance.scheduling.fragmentation import FragModel
 from seedance.scheduling.framework import PolicyContext
 from seedance.scheduling.tasktypes import TaskTypes
 from seedance.sim.engine import EventLoop
-from seedance.sim.metrics import bucket_by_arrival
+from seedance.sim.metrics import PairwiseSum, bucket_by_arrival
 from seedance.traces.schema import PodTrace
+
+#: Clusters from this many nodes keep the fragmentation sum in a :class:`PairwiseSum` (below, one
+#: ``sum`` of the node values per bind costs about as much as a tree update).
+PAIRWISE_MIN_NODES = 2048
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,10 +227,13 @@ def run_stream(
     n_events = len(pods)
     arrived = np.zeros(n_events, dtype=np.int64)
     used = np.zeros(n_events, dtype=np.int64)
-    frag_milli = np.zeros(n_events, dtype=np.float64)
     bound = np.zeros(n_events, dtype=np.bool_)
     node_frag = frag.node_frag().copy()
-    frag_sum = [float(node_frag.sum())]
+    # the bound node and its shape after each bind (-1: no bind); the fragmentation series is
+    # computed from them after the run (``_frag_series``), every new class valued in one batch
+    bound_node = np.full(n_events, -1, dtype=np.int64)
+    bound_shape = np.full(n_events, -1, dtype=np.int64)
+    shape_id = state.shape_id
     counters = {"arrived": 0, "placed": 0, "failed": 0}
     prices = NodePrices.of(spec)
     usd = np.zeros(n_events, dtype=np.float64)
@@ -241,10 +248,8 @@ def run_stream(
         if d.placement is not None:
             apply(state, d)
             n = d.placement.node
-            value = frag.shape_frag_of(int(state.shape_id[n]))
-            if value != node_frag[n]:  # the sum is recomputed only when a node's value changed
-                node_frag[n] = value
-                frag_sum[0] = float(node_frag.sum())
+            bound_node[i] = n
+            bound_shape[i] = shape_id[n]
             counters["placed"] += 1
             bound[i] = True
             billed[0] += prices.placement_usd_h(d.placement)
@@ -255,11 +260,38 @@ def run_stream(
         usd[i] = billed[0]
         arrived[i] = counters["arrived"]
         used[i] = state.used_gpu_milli
-        frag_milli[i] = frag_sum[0]
 
     EventLoop([on_arrival]).run((float(i), i) for i in range(n_events))
+    frag_milli = _frag_series(frag, node_frag, bound_node, bound_shape)
     return StreamResult(arrived, used, frag_milli, usd, bound, counters["placed"], counters["failed"],
                         prices.cluster_usd_h)
+
+
+def _frag_series(
+    frag: FragModel, node_frag: NDArray[np.float64], bound_node: NDArray[np.int64], bound_shape: NDArray[np.int64]
+) -> NDArray[np.float64]:
+    """Cluster fragmentation after each event: the sum over nodes of their values, the bound node's
+    value replaced after each bind (``node_frag``: the values before the first event, updated in
+    place). The same sums as computed event by event: a class's value is the same bits in any
+    batch, and the sum is ``node_frag.sum()`` (by its pairwise tree on a large cluster)."""
+    events = np.flatnonzero(bound_node >= 0)
+    values = frag.class_frag(frag.shape_class(bound_shape[events]).tolist()).tolist()
+    total = float(node_frag.sum())
+    tree = PairwiseSum(node_frag) if node_frag.size >= PAIRWISE_MIN_NODES else None
+    sums = np.zeros(events.size + 1, dtype=np.float64)
+    sums[0] = total
+    for j, (n, value) in enumerate(zip(bound_node[events].tolist(), values, strict=True), start=1):
+        if value != node_frag[n]:  # the sum is recomputed only when a node's value changed
+            node_frag[n] = value
+            if tree is None:
+                total = float(node_frag.sum())
+            else:
+                tree.set(n, value)
+                total = tree.total
+        sums[j] = total
+    # each event reads the sum after the last bind at or before it (0: none yet)
+    last = np.cumsum(bound_node >= 0)
+    return sums[last]
 
 
 def run_inflation(
