@@ -222,7 +222,9 @@ class AsyncLane:
                     if conn is not None:
                         conn.pgconn.finish()
                         conn = None
-                    raise
+                    if not isinstance(exc, Exception):
+                        raise
+                    _log.error("group commit failed", exc_info=True)  # the next batch goes on
         finally:
             self.busy -= 1
             if conn is not None:
