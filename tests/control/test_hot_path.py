@@ -129,3 +129,75 @@ def test_pending_reasons_group_the_newest_waiting_jobs(make_service: Callable[..
                    {"reason": "a", "tier": "gold", "jobs": 1, "example": "j5"},
                    {"reason": "a", "tier": "silver", "jobs": 1, "example": "j2"}]
     assert other_tenant == []
+
+
+def test_event_loop_lane_groups_concurrent_submissions_and_answers_after_commit(
+        make_service: Callable[..., ControlService], pg_schema_url: str) -> None:
+    import asyncio
+
+    svc = make_service(pg_schema_url)
+    add_nodes(svc, count=1)
+    (taken, taken_ev), = _rows(svc, ["taken"], [None])
+    rows = _rows(svc, ["taken", None, None, None, *[None] * 16], [None, "k1", "k1", "k2", *[None] * 16])
+    committer = GroupCommitter(svc.db, max_batch=64, threads=1)
+
+    async def run() -> tuple[int | None, list[int | None]]:
+        first = await committer.submit_async(taken, taken_ev)
+        return first, list(await asyncio.gather(*(committer.submit_async(v, e) for v, e in rows)))
+
+    try:
+        first, ids = asyncio.run(run())
+        lane = committer._all_lanes[0]
+        assert (lane.busy, lane.pending, len(lane.idle)) == (0, [], 1)  # one connection, back and idle
+    finally:
+        committer.close()
+    # the 20 concurrent ones shared one transaction: a taken name and a reused key store nothing
+    assert (committer.batches, committer.items) == (2, 21)
+    assert first is not None and [i is None for i in ids[:4]] == [True, False, True, False]
+    assert all(i is not None for i in ids[4:])
+    with svc.db.read() as s:
+        stored = dict(s.execute(select(Job.name, Job.id)).all())
+        ev = dict(s.execute(select(EventRecord.job_id, func.count()).where(EventRecord.kind == "job.submitted")
+                            .group_by(EventRecord.job_id)).all())
+    assert sorted(stored.values()) == sorted([first, *(i for i in ids if i is not None)])
+    assert ev == dict.fromkeys(stored.values(), 1)
+
+
+def test_event_loop_lane_drops_a_lost_connection_and_answers_503_material(
+        make_service: Callable[..., ControlService], pg_schema_url: str) -> None:
+    import asyncio
+    import os
+    import time
+
+    import psycopg
+    from sqlalchemy.exc import DBAPIError
+
+    from tests.control.conftest import PG_BASE
+
+    app_name = f"sd_lane_{os.getpid()}_{time.monotonic_ns() % 10**9}"
+    svc = make_service(f"{pg_schema_url}&application_name={app_name}")
+    add_nodes(svc, count=1)
+    rows = _rows(svc, [None, None, None], [None, None, None])
+    committer = GroupCommitter(svc.db, max_batch=64, threads=2)
+
+    async def run() -> tuple[int | None, BaseException | None, int | None]:
+        a = await committer.submit_async(*rows[0])
+        with psycopg.connect(PG_BASE, autocommit=True) as admin:  # the lane's connection (and the pool's) die
+            admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
+                          (app_name,))
+        err: BaseException | None = None
+        try:
+            await committer.submit_async(*rows[1])
+        except DBAPIError as exc:
+            err = exc
+        return a, err, await committer.submit_async(*rows[2])  # a fresh connection
+
+    try:
+        a, err, c = asyncio.run(run())
+    finally:
+        committer.close()
+    assert isinstance(err, DBAPIError) and err.connection_invalidated  # the API's 503 with Retry-After
+    assert a is not None and c is not None
+    svc.db.dispose()  # the pool's connections were terminated too
+    with svc.db.read() as s:
+        assert sorted(s.scalars(select(Job.id))) == [a, c]  # the failed one stored nothing

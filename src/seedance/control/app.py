@@ -89,8 +89,14 @@ def create_app(
 
 
 def create_app_from_env() -> FastAPI:
-    """Factory for uvicorn workers: settings from the environment."""
-    return create_app(ControlSettings())
+    """Factory for uvicorn workers: settings from the environment; the process tuned for serving."""
+    from seedance.control.runtime import tune_server_process
+
+    settings = ControlSettings()
+    app = create_app(settings)
+    tune_server_process(switch_interval_s=settings.switch_interval_ms / 1e3,
+                        gc_gen0_threshold=settings.gc_gen0_threshold, freeze=settings.gc_freeze)
+    return app
 
 
 class RequestMetricsMiddleware:

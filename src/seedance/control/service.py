@@ -69,6 +69,7 @@ class ControlService:
             self.db, scorer=self.scorer, dispatcher=self.dispatcher, filters=filters, metrics=self.metrics,
             default_placement=settings.default_placement, default_queue=settings.default_queue_order,
             batch=settings.scheduler_batch, explain=settings.explain, interval_s=settings.scheduler_interval_s,
+            min_gap_s=settings.scheduler_min_gap_s,
             tier_pools=settings.tier_pools,
             stages=stages if stages is not None else LiveStages(registry=build_registry(settings)),
             preemption=settings.preemption,

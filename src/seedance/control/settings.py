@@ -62,10 +62,23 @@ class ControlSettings(BaseSettings):
     group_commit_max: int = Field(default=256, ge=1, le=10_000, description="Most submissions per group commit.")
     group_commit_threads: int = Field(default=4, ge=1, le=64,
                                       description="Committer threads (connections) on PostgreSQL; SQLite uses one.")
+    switch_interval_ms: float = Field(
+        default=0.5, gt=0, le=100,
+        description="GIL switch interval of a serving process (Python's default: 5 ms): how long a thread running "
+        "Python code (scheduling loop, committers) may keep the event loop waiting (control/runtime.py).")
+    gc_freeze: bool = Field(
+        default=True, description="Freeze the objects made at start-up out of the garbage collector's full passes "
+        "(a full pass over them held the GIL 150-200 ms).")
+    gc_gen0_threshold: int = Field(default=20_000, ge=100, le=10_000_000,
+                                   description="Allocations between young-generation collections (Python: 700).")
     scheduler_enabled: bool = Field(default=True, description="Run the live scheduling loop in this process.")
     scheduler_interval_s: float = Field(
         default=0.5, gt=0, le=60, description="Seconds between loop cycles when nothing wakes it earlier."
     )
+    scheduler_min_gap_s: float = Field(
+        default=0.05, ge=0, le=10,
+        description="Seconds a woken loop waits before its cycle (0: none): jobs submitted meanwhile are decided "
+        "together, so the cycle's fixed cost (reads, two commits, the dispatch query) is paid less often.")
     scheduler_batch: int = Field(default=1024, ge=1, le=100_000, description="Most pending jobs decided per cycle.")
     default_placement: str = Field(
         default="best-fit", description="Placement policy (registry name) of clusters with no enabled policy."

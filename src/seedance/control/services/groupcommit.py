@@ -1,16 +1,27 @@
 """Group commit of job submissions: concurrent requests' inserts share one transaction.
 
 Requests hand a prepared job row and its ``job.submitted`` event to :class:`GroupCommitter` and
-wait (an ``asyncio`` future on the server's event loop, or a blocking call); a committer thread
-(``threads`` of them, each with its own connection, so the store's round trips overlap) takes
-everything queued (up to ``max_batch``), stores each row with its event, commits once, and only
-then answers each request. An acknowledged job is therefore as durable as before (committed
-before its answer) and a retry with the same idempotency key still returns the stored job; what
-is shared is the transaction's fixed cost (pool checkout, BEGIN, COMMIT and its WAL flush), which
-is most of a small insert's cost. While one batch commits the next one fills, so batches grow
-with the load and a lone request waits for no one.
+wait until it is committed; only then is each request answered. An acknowledged job is therefore
+as durable as before (committed before its answer) and a retry with the same idempotency key still
+returns the stored job; what is shared is the transaction's fixed cost (BEGIN, COMMIT and its WAL
+flush), which is most of a small insert's cost. While one batch commits the next one fills, so
+batches grow with the load and a lone request waits for no one.
 
-How a batch is written is a :data:`BATCH_WRITERS` entry per store dialect:
+Two ways of waiting, one batch format:
+
+* ``submit_async`` on PostgreSQL (the API's hot path): an :class:`AsyncLane` on the server's own
+  event loop, with up to ``connections`` psycopg ``AsyncConnection`` objects of its own. A submission is
+  appended to the lane's list; a free connection takes everything listed (up to ``max_batch``),
+  sends ``BEGIN``, the batch and ``COMMIT`` in one pipeline (one round trip), and once the COMMIT's
+  result is in resolves each request's future directly. No thread and no cross-thread
+  hand-over on the way: measured at 200 submissions/s, the committer threads' queue and their
+  ``call_soon_threadsafe`` wake-up of the loop cost 1-8 ms at the median and 60-190 ms at p99
+  (each a GIL hand-over and a context switch on a contended 2-core machine).
+* ``submit`` (blocking) and SQLite: committer threads (``threads``, each with its own pooled
+  connection; SQLite writes one at a time, so 1 there) take everything queued and call the
+  dialect's :data:`BATCH_WRITERS` entry.
+
+How a batch is written on each store:
 
 * ``postgresql``: one statement per submission, ``WITH j AS (INSERT INTO jobs ... ON CONFLICT DO
   NOTHING RETURNING ...) INSERT INTO events ... SELECT ... FROM j RETURNING job_id`` (the event is
@@ -22,7 +33,9 @@ How a batch is written is a :data:`BATCH_WRITERS` entry per store dialect:
 
 A taken name or idempotency key stores nothing for that request (``None`` is its answer), the
 rest of the batch goes on. If a batch fails as a whole (the store went away, an unexpected
-constraint), each of its requests is retried alone, so one bad row fails only its own request.
+constraint), each of its requests is retried alone, so one bad row fails only its own request; a
+connection found broken is dropped (the next batch opens a new one) and the error is a SQLAlchemy
+``DBAPIError`` with ``connection_invalidated`` set, which the API answers with 503 and Retry-After.
 """
 
 from __future__ import annotations
@@ -31,6 +44,7 @@ import asyncio
 import logging
 import queue
 import threading
+import weakref
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from typing import Any, cast
@@ -122,6 +136,14 @@ class PipelineBatchWriter(BatchWriter):
         p["ev_created_at"] = event["created_at"]
         return p
 
+    @staticmethod
+    def invalidated(exc: Exception, broken: bool) -> DBAPIError:
+        """The SQLAlchemy error for a psycopg one (``connection_invalidated``: the API's 503)."""
+        import psycopg
+
+        return cast(DBAPIError, DBAPIError.instance(PipelineBatchWriter.SQL, None, exc, psycopg.Error,
+                                                    connection_invalidated=broken))
+
     def write(self, batch: Sequence[tuple[dict[str, Any], dict[str, Any]]]) -> list[int | None]:
         import psycopg
 
@@ -148,18 +170,135 @@ class PipelineBatchWriter(BatchWriter):
                 broken = True
             if broken:
                 raw.invalidate()
-            raise DBAPIError.instance(self.SQL, None, exc, psycopg.Error, connection_invalidated=broken) from exc
+            raise self.invalidated(exc, broken) from exc
         finally:
             raw.close()  # back to the pool (or discarded when invalidated)
 
 
+class AsyncLane:
+    """Group commit on one event loop (PostgreSQL): see the module doc.
+
+    Args:
+        committer: The committer it belongs to (batch size, the writer's SQL and parameters, counters).
+        connections: Most batches in flight at once (each on its own ``AsyncConnection``).
+    """
+
+    def __init__(self, committer: GroupCommitter, connections: int) -> None:
+        self.committer = committer
+        self.connections = connections
+        self.pending: list[tuple[dict[str, Any], dict[str, Any], asyncio.Future[int | None]]] = []
+        self.idle: list[Any] = []  # psycopg.AsyncConnection, open and outside a transaction
+        self.busy = 0
+        self.closed = False
+        self._tasks: set[asyncio.Task[None]] = set()
+        writer = committer.writer
+        assert isinstance(writer, PipelineBatchWriter)
+        self.writer = writer
+        engine = committer.db.engine
+        self._cargs, self._cparams = engine.dialect.create_connect_args(engine.url)
+
+    async def submit(self, values: dict[str, Any], event: dict[str, Any]) -> int | None:
+        fut: asyncio.Future[int | None] = asyncio.get_running_loop().create_future()
+        self.pending.append((values, event, fut))
+        if self.busy < self.connections:
+            self.busy += 1
+            task = asyncio.get_running_loop().create_task(self._drain())
+            self._tasks.add(task)  # a reference until done (the loop keeps only weak ones)
+            task.add_done_callback(self._tasks.discard)
+        return await fut
+
+    async def _drain(self) -> None:
+        conn = None
+        try:
+            while self.pending:
+                n = self.committer.max_batch
+                batch, self.pending = self.pending[:n], self.pending[n:]
+                try:
+                    conn = await self._write(conn, batch)
+                except BaseException as exc:  # not a store error (cancelled, a bug): no request waits forever
+                    for _, _, fut in batch:
+                        if not fut.done():
+                            fut.set_exception(exc if isinstance(exc, Exception) else RuntimeError("cancelled"))
+                    if conn is not None:
+                        conn.pgconn.finish()
+                        conn = None
+                    if not isinstance(exc, Exception):
+                        raise
+                    _log.error("group commit failed", exc_info=True)  # the next batch goes on
+        finally:
+            self.busy -= 1
+            if conn is not None:
+                if self.closed:
+                    conn.pgconn.finish()
+                else:
+                    self.idle.append(conn)
+
+    async def _connect(self) -> Any:
+        import psycopg
+
+        if self.idle:
+            return self.idle.pop()
+        return await psycopg.AsyncConnection.connect(*self._cargs, **self._cparams, autocommit=True)
+
+    async def _write(self, conn: Any, batch: list[tuple[dict[str, Any], dict[str, Any],
+                                                         asyncio.Future[int | None]]]) -> Any:
+        """Store ``batch`` in one transaction and settle its futures; the connection to go on with."""
+        import psycopg
+
+        try:
+            if conn is None:
+                conn = await self._connect()
+            ids: list[int | None] = []
+            params = [self.writer._params(v, e) for v, e, _ in batch]
+            ctl, cur = conn.cursor(), conn.cursor()
+            async with conn.pipeline():  # BEGIN, the batch and COMMIT in one round trip
+                await ctl.execute("BEGIN")
+                await cur.executemany(self.writer.SQL, params, returning=True)
+                await ctl.execute("COMMIT")
+            while True:  # every result is in: the COMMIT's too
+                row = await cur.fetchone()
+                ids.append(None if row is None else int(row[0]))
+                if not cur.nextset():
+                    break
+        except psycopg.Error as exc:  # the whole transaction is gone: nothing of it was stored
+            broken = conn is None or conn.broken or conn.closed
+            if not broken:
+                try:
+                    await conn.execute("ROLLBACK")  # the batch's transaction, aborted by the error
+                except psycopg.Error:
+                    broken = True
+            if broken and conn is not None:
+                conn.pgconn.finish()
+            conn = None if broken else conn
+            if len(batch) == 1:
+                _log.warning("submission failed", exc_info=True)
+                _settle(batch[0][2], None, self.writer.invalidated(exc, broken))
+                return conn
+            for item in batch:  # one by one, so only the culprit fails
+                conn = await self._write(conn, [item])
+            return conn
+        self.committer.batches += 1
+        self.committer.items += len(batch)
+        for (_, _, fut), job_id in zip(batch, ids, strict=True):
+            _settle(fut, job_id, None)
+        return conn
+
+    def close(self) -> None:
+        """Close the idle connections (busy ones close when their batch is done)."""
+        self.closed = True
+        idle, self.idle = self.idle, []
+        for conn in idle:
+            conn.pgconn.finish()
+
+
 class GroupCommitter:
-    """Committer threads of one service; ``submit`` blocks, ``submit_async`` awaits, until the row is committed.
+    """Group commit of one service; ``submit`` blocks, ``submit_async`` awaits, until the row is committed.
 
     Args:
         db: The store.
         max_batch: Most submissions per transaction.
-        threads: Committer threads (SQLite writes one at a time anyway: 1 there).
+        threads: Committer threads of ``submit`` and of SQLite (which writes one at a time: 1 there), and
+            connections of the PostgreSQL event-loop lane (batches in flight at once).
     """
 
     def __init__(self, db: Database, *, max_batch: int = 256, threads: int = 4) -> None:
@@ -170,6 +309,8 @@ class GroupCommitter:
         self._queue: queue.SimpleQueue[_Item | None] = queue.SimpleQueue()
         self._workers: list[threading.Thread] = []
         self._lock = threading.Lock()
+        self._lanes: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, AsyncLane] = weakref.WeakKeyDictionary()
+        self._all_lanes: list[AsyncLane] = []  # closed by close(), even those of loops already gone
         self.batches = 0
         self.items = 0
 
@@ -187,8 +328,14 @@ class GroupCommitter:
         return fut.result(timeout)
 
     async def submit_async(self, values: dict[str, Any], event: dict[str, Any]) -> int | None:
-        """:meth:`submit` for a coroutine on the running event loop (no thread of its own waits)."""
+        """:meth:`submit` for a coroutine on the running event loop (PostgreSQL: on that loop, no thread)."""
         loop = asyncio.get_running_loop()
+        if isinstance(self.writer, PipelineBatchWriter):
+            lane = self._lanes.get(loop)
+            if lane is None:
+                lane = self._lanes[loop] = AsyncLane(self, self.threads)
+                self._all_lanes.append(lane)
+            return await lane.submit(values, event)
         fut: asyncio.Future[int | None] = loop.create_future()
 
         def resolve(job_id: int | None, exc: BaseException | None) -> None:
@@ -211,7 +358,10 @@ class GroupCommitter:
                     self._workers.append(t)
 
     def close(self) -> None:
-        """Finish what is queued, then stop the threads."""
+        """Finish what is queued, then stop the threads; close the event-loop lanes' idle connections."""
+        lanes, self._all_lanes = self._all_lanes, []
+        for lane in lanes:
+            lane.close()
         workers, self._workers = self._workers, []
         for _ in workers:
             self._queue.put(None)

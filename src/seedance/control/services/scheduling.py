@@ -144,6 +144,9 @@ class SchedulingLoop:
         batch: Most jobs decided per cycle and cluster.
         explain: Record filter counts and runner-up nodes in every decision.
         interval_s: Seconds between cycles when nothing wakes the loop.
+        min_gap_s: Seconds the thread waits before a cycle it was woken for (or a busy one's next; 0: none):
+            submissions arriving meanwhile are decided together, so the cycle's fixed cost (its reads,
+            two commits, the dispatch query) is paid less often and the loop holds the GIL less.
         poll_interval_s: Seconds between polls of the dispatcher.
         tier_config: Tier priorities (and pools, with ``tier_pools``).
         tier_pools: Place each job only in its tier's node pool, or one it may borrow (``gpu.sla.level``
@@ -163,7 +166,7 @@ class SchedulingLoop:
         self, db: Database, *, scorer: CostScorer, dispatcher: Dispatcher | None = None,
         filters: Sequence[FilterPlugin] | FilterProvider = (), metrics: ControlMetrics | None = None,
         default_placement: str = "best-fit", default_queue: str = "priority", batch: int = 1024,
-        explain: bool = True, interval_s: float = 0.5, poll_interval_s: float = 1.0,
+        explain: bool = True, interval_s: float = 0.5, min_gap_s: float = 0.0, poll_interval_s: float = 1.0,
         tier_config: TierConfig = DEFAULT_TIER_CONFIG, tier_pools: bool = False, preemption: bool = False,
         profile: ProfileConfig | None = None, task_types: TaskTypes | None = None,
         stages: LiveStages | None = None,
@@ -179,6 +182,7 @@ class SchedulingLoop:
         self.batch = batch
         self.explain = explain
         self.interval_s = interval_s
+        self.min_gap_s = min_gap_s
         self.poll_interval_s = poll_interval_s
         self.tier_priority = {name: spec.priority for name, spec in tier_config.tiers.items()}
         self.tier_shares = {name: spec.min_share for name, spec in tier_config.tiers.items()}
@@ -230,8 +234,9 @@ class SchedulingLoop:
             except Exception:  # keep the loop alive; the next cycle rebuilds from the store
                 log.exception("scheduling cycle failed")
                 self._caches.clear()
-            if not busy:
-                self._wake.wait(self.interval_s)
+            woken = busy or self._wake.wait(self.interval_s)
+            if woken and self.min_gap_s > 0:  # let the submissions of the next moments join the next cycle
+                self._stop.wait(self.min_gap_s)
             self._wake.clear()
 
     # ---------------------------------------------------------------------------------- cycles
