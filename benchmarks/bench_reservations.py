@@ -11,7 +11,7 @@ bound) and the savings against no reservation as a share of the total bill, per 
 training wall time (run it under ``flock /tmp/seedance-bench.lock`` for a figure to report);
 the baseline measured in the same run is ``none`` (all on demand).
 
-    .venv/bin/python benchmarks/bench_reservations.py --timesteps 100000 --test 30 --tune 24 \
+    .venv/bin/python benchmarks/bench_reservations.py --timesteps 125000 --test 30 --tune 24 \
         --save report/reservations-ppo.zip
     .venv/bin/python benchmarks/bench_reservations.py --policy report/reservations-ppo.zip   # evaluate only
 """

@@ -85,7 +85,7 @@ def register(app: typer.Typer) -> None:
     @rv.command("train")
     def train_cmd(
         out: Annotated[Path, typer.Option(help="Write the trained policy (zip) here.")],
-        timesteps: Annotated[int, typer.Option(help="PPO training steps.")] = 100_000,
+        timesteps: Annotated[int, typer.Option(help="PPO training steps.")] = 125_000,
         seed: Annotated[int, typer.Option(help="Seed.")] = 0,
     ) -> None:
         """Train a PPO policy on the engine's training windows (synthetic, replayed traces, PAI) and save it."""

@@ -11,7 +11,7 @@
       spot_share: 0.0           # share of uncovered demand that runs on spot
       spot_rework: 0.0          # extra spot hours per spot hour lost to interruptions
       epoch_hours: 730          # decision epoch (the terms must be whole numbers of epochs)
-      ppo: {timesteps: 100000, seed: 0, policy_file: null}
+      ppo: {timesteps: 125000, seed: 0, policy_file: null}
       percentile: {lookback_days: null, percentile: null, term: null}   # null: tuned on the training windows
       online: {term: null}                                               # null: tuned
 
@@ -44,7 +44,7 @@ class OfferRef(_Model):
 class PpoSpec(_Model):
     """PPO training."""
 
-    timesteps: int = Field(default=100_000, ge=512, le=10_000_000)
+    timesteps: int = Field(default=125_000, ge=512, le=10_000_000)
     seed: int = Field(default=0, ge=0)
     policy_file: str | None = Field(default=None, description="A trained policy (zip); skips training.")
 
