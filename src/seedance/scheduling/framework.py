@@ -22,7 +22,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -57,6 +57,10 @@ class PolicyContext:
     options: dict[str, object] = field(default_factory=dict)
 
 
+#: What can change an indexable filter's answer at a node (:attr:`FilterPlugin.changes_on`).
+ChangesOn = Literal["resources", "cordon", "never"]
+
+
 class FilterPlugin(ABC):
     """A filter stage: which nodes can host a request right now, and why the others cannot.
 
@@ -78,7 +82,7 @@ class FilterPlugin(ABC):
     #: ``ClusterState.set_schedulable``) or ``"never"`` (it reads only fixed data: capacity, GPU
     #: model, labels). The candidate index re-asks a ``"cordon"`` filter only after a cordon change
     #: and a ``"never"`` filter never.
-    changes_on: ClassVar[str] = "resources"
+    changes_on: ClassVar[ChangesOn] = "resources"
 
     @abstractmethod
     def mask(self, view: ClusterState, req: ResourceRequest) -> BoolA:

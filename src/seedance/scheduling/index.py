@@ -100,7 +100,7 @@ class CandidateIndex:
         # filters whose answers change with a node's resources (re-asked for every changed node),
         # and the others (cordon-only or fixed), whose bits are ANDed into ``_fixed`` and re-asked
         # only after a cordon change
-        self._dyn = tuple(i for i, f in enumerate(self._filters) if f.changes_on not in ("cordon", "never"))
+        self._dyn = tuple(i for i, f in enumerate(self._filters) if f.changes_on == "resources")
         self._fixed_idx = tuple(i for i in range(len(self._filters)) if i not in self._dyn)
         self._cordons = view.cordon_count
         self._oks = tuple(f.ok_at for f in self._filters)
