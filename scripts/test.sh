@@ -48,4 +48,4 @@ export RAY_USAGE_STATS_ENABLED=0 RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0
 .venv/bin/mypy
 # two workers (the machine kind has 2 cores; many tests wait on servers); every Ray test runs on one
 # worker (xdist_group "ray"), so at most one local Ray cluster is up. SEEDANCE_TEST_WORKERS=0: no xdist.
-exec .venv/bin/python -m pytest -n "${SEEDANCE_TEST_WORKERS:-2}" --dist loadgroup "$@"
+exec .venv/bin/python -m pytest -n "${SEEDANCE_TEST_WORKERS:-2}" --dist loadgroup --durations=15 "$@"

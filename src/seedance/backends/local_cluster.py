@@ -3,8 +3,10 @@
 Used by the live-migration runs, the Ray backend's tests and the Ray sweep tests and benchmark. Each
 raylet has one CPU, a small object store, the loopback address and no dashboard; its session files go
 to a fresh temp folder, removed afterwards. ``ray.cluster_utils`` also writes the head's address to
-``<temp dir>/ray/ray_current_cluster`` whatever the nodes' temp folder is, so that folder is created
-when missing (a fresh machine) and cleaned after. No driver is connected here: callers ``ray.init``
+``<Ray's default temp dir>/ray_current_cluster`` whatever the nodes' temp folder is (``$RAY_TMPDIR``,
+else ``$TMPDIR``, else ``/tmp``: Ray's rule, not :func:`tempfile.gettempdir`'s, which also reads
+``$TEMP``/``$TMP``), so that folder is created when missing (a fresh machine) and never removed: another
+cluster on this machine may be starting and about to write there. No driver is connected here: callers ``ray.init``
 by ``address`` when they need one. Whoever starts a cluster on a shared machine holds ``flock`` on
 the Ray lock while it is up.
 """
@@ -58,12 +60,12 @@ def local_ray_cluster(
     # before ray is imported: no phoning home; "localhost" resolves to 127.0.0.1 (else ray.init hangs)
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+    from ray._common.utils import get_default_ray_temp_dir
     from ray.cluster_utils import Cluster
 
     temp = Path(tempfile.mkdtemp(prefix=prefix, dir=temp_root))
-    default_root = Path(tempfile.gettempdir()) / "ray"
-    made_root = not default_root.exists()
-    default_root.mkdir(exist_ok=True)
+    default_root = Path(get_default_ray_temp_dir())
+    default_root.mkdir(parents=True, exist_ok=True)
     common: dict[str, Any] = {"node_ip_address": "127.0.0.1", "object_store_memory": 80 * 2**20, "num_cpus": 1,
                               "temp_dir": str(temp)}
     if gpus_per_node:
@@ -87,7 +89,4 @@ def local_ray_cluster(
         if cluster is not None:
             cluster.shutdown()  # type: ignore[no-untyped-call]
         shutil.rmtree(temp, ignore_errors=True)
-        if made_root:
-            shutil.rmtree(default_root, ignore_errors=True)
-        else:
-            (default_root / "ray_current_cluster").unlink(missing_ok=True)
+        (default_root / "ray_current_cluster").unlink(missing_ok=True)
