@@ -13,7 +13,11 @@ node, a share goes to the GPU that leaves the least fragment, then the tightest 
 ``int(100 * sigmoid(Δ / scale))`` so near-equal nodes tie; ties go to the tightest gap for
 shares, the most spare CPU for CPU-only pods, then the per-cluster rank (consolidation, as in
 FGD). Memo tables are keyed on (request, node shape) and dropped whenever the learned mix is
-refreshed.
+refreshed. The refreshes follow one schedule in pods seen per 1,024 nodes of the cluster (its whole
+1,024s, at least one): after 32, 64, 128, ... pods, doubling up to 1,024, then every 1,024. A refresh
+makes every node's score stale, so its cost grows with the cluster; a schedule in pods per node keeps
+the refreshes at the same fill of any fleet, and their cost per pod the same (below 2,048 nodes the
+schedule is 32, 64, ..., 1,024, 2,048, 3,072, ... pods, as before fleets grew).
 """
 
 from __future__ import annotations
@@ -200,6 +204,21 @@ class SeedanceOptions(BaseModel):
     coverage: float = Field(default=1.0, description="Share of the learned mix the model keeps.")
 
 
+#: the refresh schedule's unit of cluster size (nodes) and its longest step (pods per unit)
+REFRESH_UNIT = 1024
+#: the first refresh (pods per unit)
+FIRST_REFRESH = 32
+
+
+def refresh_scale(n_nodes: int) -> int:
+    """Units of :data:`REFRESH_UNIT` nodes in a cluster of ``n_nodes`` (whole ones, at least one).
+
+    >>> [refresh_scale(n) for n in (10, 1213, 2048, 4852, 19408)]
+    [1, 1, 2, 4, 18]
+    """
+    return max(1, n_nodes // REFRESH_UNIT)
+
+
 @PLACEMENT_POLICIES.register("seedance")
 class SeedancePacker(LocalScorePolicy):
     """Online-learned, CPU- and memory-aware fragmentation packer."""
@@ -223,7 +242,8 @@ class SeedancePacker(LocalScorePolicy):
         if self.score_mode not in ("sigmoid+fit", "sigmoid+gap", "sigmoid", "float"):
             raise ValueError(f"unknown score mode {self.score_mode!r}; valid: sigmoid+fit, sigmoid+gap, sigmoid, float")
         self.mix = OnlineMix(coverage=float(opts.get("coverage", 1.0)))  # type: ignore[arg-type]
-        self._next_refresh = 32
+        self._next_refresh = FIRST_REFRESH  # pods per unit of cluster size
+        self._scale = 1  # units of cluster size (``refresh_scale`` of the cluster the model is built on)
         self._model: CopiesFragModel | None = None
         self._generation = 0  # models built so far (the epoch of every node's scores)
         self._cache: dict[ReqKey, ShapeMemo] = {}
@@ -231,8 +251,8 @@ class SeedancePacker(LocalScorePolicy):
 
     def observe(self, req: ResourceRequest) -> None:
         self.mix.observe(req)
-        if self.mix.seen >= self._next_refresh:
-            self._next_refresh = self.mix.seen + min(self.mix.seen, 1024)
+        if self.mix.seen >= self._next_refresh * self._scale:
+            self._next_refresh += min(self._next_refresh, REFRESH_UNIT)
             self._model = None
 
     def model(self, view: ClusterState) -> CopiesFragModel:
@@ -249,6 +269,7 @@ class SeedancePacker(LocalScorePolicy):
                 gap_loss=self.gap_loss,
                 gap_share_min=self.gap_share_min,
             )
+            self._scale = refresh_scale(view.n_nodes)
             self._generation += 1
             self._cache = {}
             self._columns = {}
