@@ -13,6 +13,7 @@ from seedance.core.errors import InputError
 from seedance.core.resources import ResourceRequest
 from seedance.scheduling import PolicyContext, Scheduler, make_policy
 from seedance.scheduling.online import OnlineMix
+from seedance.scheduling.policies.seedance_pack import SeedancePacker, refresh_scale
 
 
 def packer(**options: object) -> Scheduler:
@@ -138,3 +139,28 @@ def test_a_share_avoids_a_gap_that_common_shares_cannot_fill_afterwards() -> Non
     teach(old, mix, times=10)
     d = old.decide(st_, ResourceRequest(4000, 1024, 1, 470), 0)
     assert d.placement is not None and d.placement.gpus == (0,)
+
+
+def refreshes(n_nodes: int, pods: int) -> list[int]:
+    """The pods seen at each refresh of the learned mix on a cluster of ``n_nodes`` one-GPU nodes."""
+    view = ClusterState(make_cluster([(8000, 1 << 16, 1, "T4")] * n_nodes))
+    policy = packer().policy
+    assert isinstance(policy, SeedancePacker)
+    req = ResourceRequest(1000, 1024, 1, 500)
+    policy.model(view)
+    out = []
+    for _ in range(pods):
+        policy.observe(req)
+        if policy._model is None:  # the refresh drops the model; the next decision rebuilds it on the cluster
+            out.append(policy.mix.seen)
+            policy.model(view)
+    return out
+
+
+def test_mix_refreshes_on_one_schedule_per_1024_nodes() -> None:
+    assert [refresh_scale(n) for n in (1, 1023, 1024, 1213, 2047, 2048, 19408)] == [1, 1, 1, 1, 1, 2, 18]
+    # below 2,048 nodes: as the count doubles from 32 up to 1,024 pods, then every 1,024 pods
+    assert refreshes(1213, 5000) == [32, 64, 128, 256, 512, 1024, 2048, 3072, 4096]
+    assert refreshes(3, 2100) == [32, 64, 128, 256, 512, 1024, 2048]
+    # 2,048-4,095 nodes: the same schedule, twice the pods
+    assert refreshes(2048, 9000) == [64, 128, 256, 512, 1024, 2048, 4096, 6144, 8192]
