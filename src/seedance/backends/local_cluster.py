@@ -64,7 +64,7 @@ def local_ray_cluster(
     from ray.cluster_utils import Cluster
 
     temp = Path(tempfile.mkdtemp(prefix=prefix, dir=temp_root))
-    default_root = Path(get_default_ray_temp_dir())
+    default_root = Path(get_default_ray_temp_dir())  # type: ignore[no-untyped-call]
     default_root.mkdir(parents=True, exist_ok=True)
     common: dict[str, Any] = {"node_ip_address": "127.0.0.1", "object_store_memory": 80 * 2**20, "num_cpus": 1,
                               "temp_dir": str(temp)}
