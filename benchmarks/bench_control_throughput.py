@@ -165,17 +165,20 @@ def pct(xs: list[float], q: float) -> float:
 async def phase(server: Server, rate: float, seconds: float, clients: int, scrapes: float, tabs: int,
                 prefix: str) -> dict[str, Any]:
     c0, w0, g0 = sum(map(cpu_seconds, server.pids)), time.perf_counter(), time.process_time()
+    l0 = cpu_seconds(server.loop.pid) if server.loop is not None else 0.0
     load = asyncio.create_task(open_loop(server.port, clients, seconds, rate, prefix))
     bg = asyncio.create_task(background(server.port, seconds, scrapes / 3 if scrapes else 0, tabs))
     lat, errors = await load
     wall = time.perf_counter() - w0
     side = await bg
     cpu = sum(map(cpu_seconds, server.pids)) - c0  # the API's and the loop process's
+    loop_cpu = cpu_seconds(server.loop.pid) - l0 if server.loop is not None else None
     gen = time.process_time() - g0  # this process: the load generator and the side traffic
     done = len(lat) - errors
     return {"rate": rate, "completed_per_s": round(done / wall, 1), "p50_ms": round(pct(lat, 0.5), 1),
             "p99_ms": round(pct(lat, 0.99), 1), "errors": errors,
             "cpu_ms_per_submit": round(cpu / max(done, 1) * 1e3, 2),
+            "loop_process_cpu_ms_per_submit": round(loop_cpu / max(done, 1) * 1e3, 2) if loop_cpu is not None else None,
             "loadgen_cpu_ms_per_submit": round(gen / max(done, 1) * 1e3, 3),
             "load_average_1m": round(os.getloadavg()[0], 2),
             "metrics_p50_ms": round(pct(side["metrics"], 0.5), 1),
