@@ -1,5 +1,7 @@
 """Durable submissions/s and latency under an open-loop load, with /metrics scrapes and dashboard tabs,
 for main's code ("before", a ``git archive`` of ``--before-ref``) and this checkout ("after") in one run.
+With ``--scheduler-process``, "after" runs the loop in its own process (``serve --no-scheduler`` plus
+``seedancectl scheduler run``; server CPU is both processes').
 
 For each variant: start ``seedancectl serve`` (scheduling loop on, noop dispatcher) on a fresh store,
 register a cluster, then for each ``--rates`` value send Poisson arrivals of ``POST /api/v1/jobs`` for
@@ -67,7 +69,11 @@ def before_src(ref: str, into: Path) -> Path:
 
 
 class Server:
-    def __init__(self, src: Path, db: str, pg_url: str, home: Path, workers: int = 1) -> None:
+    """``seedancectl serve`` on a fresh store; with ``scheduler_process``, ``serve --no-scheduler`` plus a
+    ``seedancectl scheduler run`` process (``loop``) on the same store."""
+
+    def __init__(self, src: Path, db: str, pg_url: str, home: Path, workers: int = 1,
+                 scheduler_process: bool = False) -> None:
         self.port = free_port()
         self.schema = None
         if db == "postgresql":
@@ -82,9 +88,11 @@ class Server:
             url = f"sqlite:///{home / 'bench.db'}"
         env = {**os.environ, "PYTHONPATH": str(src), "SEEDANCE_HOME": str(home), "SEEDANCE_BOOTSTRAP_TOKEN": TOKEN,
                "SEEDANCE_METRICS_PUBLIC": "true"}
+        loop_off = ["--no-scheduler"] if scheduler_process else []
         self.proc = subprocess.Popen([sys.executable, "-m", "seedance.cli.main", "serve", "--port", str(self.port),
-                                      "--database-url", url, "--workers", str(workers)], env=env, cwd=home,
+                                      "--database-url", url, "--workers", str(workers), *loop_off], env=env, cwd=home,
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.loop: subprocess.Popen[bytes] | None = None
         deadline = time.time() + 120
         while True:
             try:
@@ -94,6 +102,22 @@ class Server:
                 if time.time() > deadline or self.proc.poll() is not None:
                     raise SystemExit("server did not start") from None
                 time.sleep(0.3)
+        if scheduler_process:
+            self.loop = subprocess.Popen([sys.executable, "-m", "seedance.cli.main", "scheduler", "run",
+                                          "--database-url", url], env=env, cwd=home,
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            assert self.loop.stderr is not None
+            for raw in self.loop.stderr:  # up once it holds the store's lease
+                if b"scheduling" in raw:
+                    break
+            else:
+                raise SystemExit("scheduler process did not start")
+            self.loop.stderr.close()
+
+    @property
+    def pids(self) -> list[int]:
+        """The server's processes: the API, and the loop process when there is one."""
+        return [self.proc.pid] + ([self.loop.pid] if self.loop is not None else [])
 
     def call(self, method: str, path: str, body: Any = None) -> Any:
         req = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", method=method,
@@ -103,6 +127,9 @@ class Server:
             return json.loads(r.read() or b"null")
 
     def stop(self) -> None:
+        if self.loop is not None:
+            self.loop.terminate()
+            self.loop.wait(30)
         self.proc.terminate()
         self.proc.wait(30)
         if self.schema:
@@ -137,27 +164,31 @@ def pct(xs: list[float], q: float) -> float:
 
 async def phase(server: Server, rate: float, seconds: float, clients: int, scrapes: float, tabs: int,
                 prefix: str) -> dict[str, Any]:
-    c0, w0, g0 = cpu_seconds(server.proc.pid), time.perf_counter(), time.process_time()
+    c0, w0, g0 = sum(map(cpu_seconds, server.pids)), time.perf_counter(), time.process_time()
+    l0 = cpu_seconds(server.loop.pid) if server.loop is not None else 0.0
     load = asyncio.create_task(open_loop(server.port, clients, seconds, rate, prefix))
     bg = asyncio.create_task(background(server.port, seconds, scrapes / 3 if scrapes else 0, tabs))
     lat, errors = await load
     wall = time.perf_counter() - w0
     side = await bg
-    cpu = cpu_seconds(server.proc.pid) - c0
+    cpu = sum(map(cpu_seconds, server.pids)) - c0  # the API's and the loop process's
+    loop_cpu = cpu_seconds(server.loop.pid) - l0 if server.loop is not None else None
     gen = time.process_time() - g0  # this process: the load generator and the side traffic
     done = len(lat) - errors
     return {"rate": rate, "completed_per_s": round(done / wall, 1), "p50_ms": round(pct(lat, 0.5), 1),
             "p99_ms": round(pct(lat, 0.99), 1), "errors": errors,
             "cpu_ms_per_submit": round(cpu / max(done, 1) * 1e3, 2),
+            "loop_process_cpu_ms_per_submit": round(loop_cpu / max(done, 1) * 1e3, 2) if loop_cpu is not None else None,
             "loadgen_cpu_ms_per_submit": round(gen / max(done, 1) * 1e3, 3),
             "load_average_1m": round(os.getloadavg()[0], 2),
             "metrics_p50_ms": round(pct(side["metrics"], 0.5), 1),
             "dashboard_p50_ms": round(pct(side["dashboard"], 0.5), 1), "wall_s": round(wall, 1)}
 
 
-def run_variant(name: str, src: Path, args: argparse.Namespace, home: Path) -> list[dict[str, Any]]:
+def run_variant(name: str, src: Path, args: argparse.Namespace, home: Path,
+                scheduler_process: bool = False) -> list[dict[str, Any]]:
     home.mkdir(parents=True, exist_ok=True)
-    server = Server(src, args.db, args.pg_url, home, args.workers)
+    server = Server(src, args.db, args.pg_url, home, args.workers, scheduler_process)
     try:
         server.call("POST", "/api/v1/clusters", {"name": "default"})
         for i in range(args.nodes):
@@ -187,14 +218,17 @@ def main() -> None:
     ap.add_argument("--nodes", type=int, default=50, help="Nodes of 8 GPUs in the cluster.")
     ap.add_argument("--workers", type=int, default=1, help="seedancectl serve --workers (server processes).")
     ap.add_argument("--before-ref", default="main", help="Git ref measured as 'before' ('none': skip).")
+    ap.add_argument("--scheduler-process", action="store_true",
+                    help="'after' runs 'serve --no-scheduler' plus a 'seedancectl scheduler run' process (server CPU "
+                    "counts both); 'before' keeps the loop inside serve.")
     args = ap.parse_args()
     print(json.dumps({"load_average": os.getloadavg(), "cpus": os.cpu_count(), "db": args.db,
-                      "workers": args.workers}), flush=True)
+                      "workers": args.workers, "scheduler_process": args.scheduler_process}), flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         rows: list[dict[str, Any]] = []
         if args.before_ref != "none":
             rows += run_variant("before", before_src(args.before_ref, Path(tmp)), args, Path(tmp) / "before")
-        rows += run_variant("after", ROOT / "src", args, Path(tmp) / "after")
+        rows += run_variant("after", ROOT / "src", args, Path(tmp) / "after", args.scheduler_process)
     print("\nvariant  rate  done/s  p50 ms  p99 ms  errors  CPU ms/submit  loadgen ms  metrics p50  dashboard p50"
           "  load 1m")
     for r in rows:

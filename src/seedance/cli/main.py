@@ -22,6 +22,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "seedance.cli.policies",
     "seedance.cli.costmodel",
     "seedance.cli.scheduler_policy",
+    "seedance.cli.scheduler_run",  # after scheduler_policy: adds ``scheduler run`` to that group
     "seedance.cli.policy",
     "seedance.cli.rollout",
     "seedance.cli.inference",

@@ -33,7 +33,7 @@ from seedance.core.errors import InputError
 
 def register(app: typer.Typer) -> None:
     """Add the ``scheduler policy`` command group."""
-    sched = typer.Typer(help="Scheduler settings.", no_args_is_help=True)
+    sched = typer.Typer(help="Scheduler: run the loop on its own (run), cost policies.", no_args_is_help=True)
     pol = typer.Typer(help="Cost policies: enable, list, describe, disable.", no_args_is_help=True)
     sched.add_typer(pol, name="policy")
     app.add_typer(sched, name="scheduler")

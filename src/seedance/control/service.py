@@ -28,6 +28,7 @@ from seedance.control.services.attestation_config import build_registry
 from seedance.control.services.groupcommit import GroupCommitter
 from seedance.control.services.jobs import ClusterDirectory
 from seedance.control.services.scheduling import FilterProvider, SchedulingLoop
+from seedance.control.services.wakeup import NotifyWaker
 from seedance.control.settings import ControlSettings
 from seedance.scheduling.framework import FilterPlugin
 from seedance.tiers.config import DEFAULT_TIER_CONFIG, TierConfig
@@ -80,6 +81,9 @@ class ControlService:
         self.committer = GroupCommitter(
             self.db, max_batch=settings.group_commit_max, threads=settings.group_commit_threads,
         ) if settings.group_commit else None
+        # no loop here: a submission wakes the loop process of the store by NOTIFY (services/wakeup.py)
+        self.waker = NotifyWaker(self.db, min_gap_s=settings.scheduler_min_gap_s) if (
+            not settings.scheduler_enabled and settings.scheduler_notify and not self.db.is_sqlite) else None
         self._metrics_server: Any = None
         self._auth_cache: dict[str, tuple[Principal, float]] = {}
         self._auth_lock = threading.Lock()
@@ -88,9 +92,9 @@ class ControlService:
             secret = settings.bootstrap_token.get_secret_value() if settings.bootstrap_token else None
             self.bootstrap_value = tokens.ensure_admin_token(session=s, value=secret)
 
-    def start(self) -> None:
-        """Start the scheduling loop thread (when enabled) and the separate metrics listener (when set)."""
-        if self.settings.scheduler_enabled:
+    def start(self, *, loop: bool | None = None) -> None:
+        """Start the scheduling loop thread (``loop``, default: when enabled) and the metrics listener (when set)."""
+        if self.settings.scheduler_enabled if loop is None else loop:
             self.loop.start()
         if self.settings.metrics_listen and self._metrics_server is None:
             from prometheus_client import start_http_server
@@ -101,6 +105,8 @@ class ControlService:
     def close(self) -> None:
         """Stop the loop, the dispatcher and the store connections."""
         self.loop.stop()
+        if self.waker is not None:
+            self.waker.close()
         if self.committer is not None:
             self.committer.close()
         if self._metrics_server is not None:
@@ -112,8 +118,11 @@ class ControlService:
         self.db.dispose()
 
     def wake_scheduler(self) -> None:
-        """Start a scheduling cycle now (no-op when the loop is not running here)."""
-        self.loop.wake()
+        """Start a scheduling cycle now: the loop's here, or else a loop process's (PostgreSQL ``NOTIFY``)."""
+        if self.waker is not None and not self.loop.running:
+            self.waker.wake()
+        else:
+            self.loop.wake()
 
     # ------------------------------------------------------------------------------- tokens
     def cached_principal(self, value: str | None) -> Principal | None:

@@ -79,6 +79,9 @@ class ControlSettings(BaseSettings):
         default=0.05, ge=0, le=10,
         description="Seconds a woken loop waits before its cycle (0: none): jobs submitted meanwhile are decided "
         "together, so the cycle's fixed cost (reads, two commits, the dispatch query) is paid less often.")
+    scheduler_notify: bool = Field(
+        default=True, description="With scheduler_enabled off on PostgreSQL: wake the loop of another process "
+        "(seedancectl scheduler run) by NOTIFY after a submission, at most once per scheduler_min_gap_s.")
     scheduler_batch: int = Field(default=1024, ge=1, le=100_000, description="Most pending jobs decided per cycle.")
     default_placement: str = Field(
         default="best-fit", description="Placement policy (registry name) of clusters with no enabled policy."

@@ -221,6 +221,11 @@ class SchedulingLoop:
             self._thread.join(timeout)
             self._thread = None
 
+    @property
+    def running(self) -> bool:
+        """True while the loop's thread runs (between :meth:`start` and :meth:`stop`)."""
+        return self._thread is not None
+
     def wake(self) -> None:
         """Start the next cycle now (called after a submission or a cancellation)."""
         self._wake.set()

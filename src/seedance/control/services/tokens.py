@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlalchemy import select, update
+from sqlalchemy import select, text, update
 from sqlalchemy.orm import Session
 
 from seedance.control.db.models import ApiToken, Tenant, utcnow
@@ -118,6 +118,10 @@ def ensure_admin_token(*, session: Session, value: str | None, name: str = "boot
     admin token only if no live admin token exists, and return its value (to be shown once);
     otherwise return ``None``.
     """
+    if session.get_bind().dialect.name == "postgresql":
+        # processes starting together on a fresh store (an API and a ``scheduler run``) take turns here; on
+        # SQLite the write transaction (BEGIN IMMEDIATE) serializes them already
+        session.execute(text("SELECT pg_advisory_xact_lock(hashtext('seedance.bootstrap:' || current_schema()))"))
     system = tenants.ensure_tenant(session=session, name=SYSTEM_TENANT, display_name="platform administrators")
     if value is not None:
         row = session.execute(select(ApiToken.id, ApiToken.revoked_at)
