@@ -5,11 +5,28 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from seedance.core.errors import InputError
 
+if TYPE_CHECKING:
+    import typer
+
 _RANGE = re.compile(r"(\d+)(?:-(\d+))?")
+
+
+def command_group(app: typer.Typer, name: str, help_text: str) -> typer.Typer:
+    """The ``typer`` command group ``name`` of ``app``: the one another module registered, else a new one.
+
+    Groups such as ``explain`` and ``scheduler`` gather commands from several modules.
+    """
+    import typer
+
+    group = next((g.typer_instance for g in app.registered_groups if g.name == name and g.typer_instance), None)
+    if group is None:
+        group = typer.Typer(help=help_text, no_args_is_help=True)
+        app.add_typer(group, name=name)
+    return group
 
 
 def parse_seeds(text: str) -> list[int]:

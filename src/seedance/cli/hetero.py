@@ -14,6 +14,7 @@ from typing import Annotated, Any
 import typer
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from seedance.cli.common import command_group
 from seedance.core.errors import InputError
 
 
@@ -169,10 +170,7 @@ def simulate_workload(workload: str, mode: str, policy: str, paper_policies: str
 
 def register(app: typer.Typer) -> None:
     """Add ``explain migration`` to the ``explain`` group."""
-    group = next((g.typer_instance for g in app.registered_groups if g.name == "explain"), None)
-    if group is None:
-        group = typer.Typer(help="Explain scheduling decisions.", no_args_is_help=True)
-        app.add_typer(group, name="explain")
+    group = command_group(app, "explain", "Explain scheduling decisions.")
 
     @group.command("migration")
     def migration(

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from seedance.cli.common import command_group
 from seedance.core.errors import InputError
 
 if TYPE_CHECKING:
@@ -220,10 +221,7 @@ def register(app: typer.Typer) -> None:
 
     # ``explain`` is a command group shared with other modules (``explain pod`` explains a simulated
     # pod): join it when it is already registered, else create it.
-    explain_group = next((g.typer_instance for g in app.registered_groups if g.name == "explain"), None)
-    if explain_group is None:
-        explain_group = typer.Typer(help="Explain scheduling decisions.", no_args_is_help=True)
-        app.add_typer(explain_group, name="explain")
+    explain_group = command_group(app, "explain", "Explain scheduling decisions.")
 
     @explain_group.command("job")
     def explain(

@@ -14,13 +14,12 @@ from typing import Annotated
 
 import typer
 
+from seedance.cli.common import command_group
+
 
 def register(app: typer.Typer) -> None:
     """Add ``run`` to the ``scheduler`` command group (registered by ``seedance.cli.scheduler_policy``)."""
-    group = next((g.typer_instance for g in app.registered_groups if g.name == "scheduler"), None)
-    if group is None:
-        group = typer.Typer(help="Scheduler: run the loop on its own (run).", no_args_is_help=True)
-        app.add_typer(group, name="scheduler")
+    group = command_group(app, "scheduler", "Scheduler: run the loop on its own (run).")
 
     @group.command("run")
     def run(
@@ -37,26 +36,11 @@ def register(app: typer.Typer) -> None:
             help="Seconds a woken loop waits for more submissions before its cycle (default 0.05).")] = None,
     ) -> None:
         """Run only the scheduling loop of a store (no API) until SIGTERM or SIGINT."""
-        from pydantic import ValidationError
-
-        from seedance.backends.dispatch import DISPATCHERS
+        from seedance.cli.serve import control_settings
         from seedance.control.loop_process import run_scheduler
-        from seedance.control.policydoc import canonical_placement
-        from seedance.control.settings import ControlSettings
-        from seedance.core.errors import InputError
 
-        overrides = {
-            "database_url": database_url,
-            "default_placement": canonical_placement(placement) if placement else None,
-            "dispatcher": DISPATCHERS.get(dispatcher).name if dispatcher else None,
-            "scheduler_interval_s": interval, "scheduler_min_gap_s": min_gap,
-        }
-        chosen = {k: v for k, v in overrides.items() if v is not None}
-        try:
-            settings = ControlSettings(**chosen)  # type: ignore[arg-type]
-        except ValidationError as exc:
-            err = exc.errors()[0]
-            raise InputError(err["msg"], source="settings", field=".".join(str(x) for x in err["loc"])) from None
+        settings, _ = control_settings({"database_url": database_url, "scheduler_interval_s": interval,
+                                        "scheduler_min_gap_s": min_gap}, placement=placement, dispatcher=dispatcher)
         stop = threading.Event()
 
         def on_signal(_sig: int, _frame: object) -> None:

@@ -8,9 +8,12 @@ printed once on stderr (only its hash is stored).
 from __future__ import annotations
 
 import os
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+
+if TYPE_CHECKING:
+    from seedance.control.settings import ControlSettings
 
 
 def register(app: typer.Typer) -> None:
@@ -36,28 +39,15 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Serve the control-plane API, dashboard and metrics."""
         import uvicorn
-        from pydantic import ValidationError
 
-        from seedance.backends.dispatch import DISPATCHERS
         from seedance.control.db import migrate
         from seedance.control.db.session import Database
-        from seedance.control.policydoc import canonical_placement
         from seedance.control.services import tokens
-        from seedance.control.settings import ControlSettings
-        from seedance.core.errors import InputError
 
-        overrides = {
-            "host": host, "port": port, "database_url": database_url, "workers": workers,
-            "default_placement": canonical_placement(placement) if placement else None,
-            "dispatcher": DISPATCHERS.get(dispatcher).name if dispatcher else None,
-        }
-        chosen = {k: v for k, v in overrides.items() if v is not None}
-        chosen["scheduler_enabled"] = scheduler
-        try:
-            settings = ControlSettings(**chosen)  # type: ignore[arg-type]
-        except ValidationError as exc:
-            err = exc.errors()[0]
-            raise InputError(err["msg"], source="settings", field=".".join(str(x) for x in err["loc"])) from None
+        settings, chosen = control_settings(
+            {"host": host, "port": port, "database_url": database_url, "workers": workers},
+            placement=placement, dispatcher=dispatcher, scheduler_enabled=scheduler,
+        )
         db = Database(settings.database_url, pool_size=2)
         migrate.upgrade(db)
         with db.write() as s:
@@ -75,6 +65,29 @@ def register(app: typer.Typer) -> None:
             fd=fd, workers=settings.workers, log_level=log_level, access_log=False, timeout_graceful_shutdown=5,
             **uvicorn_limits(settings),
         )
+
+
+def control_settings(
+    options: dict[str, Any], *, placement: str | None, dispatcher: str | None, **fixed: Any
+) -> tuple[ControlSettings, dict[str, Any]]:
+    """``ControlSettings`` from a command's options (``None``: not given) and ``fixed`` values; also the
+    settings chosen, by name. The placement and dispatcher names are checked and canonicalised; a bad
+    value is an ``InputError`` naming the setting (exit code 2)."""
+    from pydantic import ValidationError
+
+    from seedance.backends.dispatch import DISPATCHERS
+    from seedance.control.policydoc import canonical_placement
+    from seedance.control.settings import ControlSettings
+    from seedance.core.errors import InputError
+
+    named = {**options, "default_placement": canonical_placement(placement) if placement else None,
+             "dispatcher": DISPATCHERS.get(dispatcher).name if dispatcher else None}
+    chosen = {**{k: v for k, v in named.items() if v is not None}, **fixed}
+    try:
+        return ControlSettings(**chosen), chosen
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise InputError(err["msg"], source="settings", field=".".join(str(x) for x in err["loc"])) from None
 
 
 def uvicorn_limits(settings: Any) -> dict[str, Any]:
