@@ -12,6 +12,7 @@ from tests.conftest import make_cluster
 from tests.sim.decisions import GOLDEN, POLICIES, default_inputs, inflation_digest, replay_digest, replay_slice
 
 from seedance.core.cluster import ClusterState
+from seedance.core.decision import Placement
 from seedance.core.resources import ResourceRequest
 from seedance.scheduling.framework import Scheduler, make_policy
 from seedance.scheduling.index import BLOCK, CandidateIndex
@@ -151,3 +152,43 @@ def test_distinct_nodes_of_a_change_log_are_np_unique(log: list[int]) -> None:
         got = index._distinct(arr)
         assert got.dtype == np.intp and got.tolist() == np.unique(arr).tolist()
         arr = arr[::-1].copy()
+
+
+def test_many_flips_in_one_refresh_keep_the_block_counts() -> None:
+    """More than a few nodes turning infeasible between two reads (the array path's signed block counts)."""
+    state = _state(3 * BLOCK)
+    req = ResourceRequest(cpu_milli=8000, memory_mib=8192, num_gpu=1, gpu_milli=1000)
+    sched = Scheduler(make_policy("random"), index_min_nodes=0)
+    index = sched.index(state, req)
+    assert index.refresh() == 2 * BLOCK
+    full = ResourceRequest(cpu_milli=16000, memory_mib=1024, num_gpu=1, gpu_milli=100)
+    g2 = [i for i in range(state.n_nodes) if i % 3 == 0][:40]  # 40 G2 nodes lose every free CPU
+    for node in g2:
+        state.apply(Placement(node, (0,), full.gpu_milli, full.cpu_milli, full.memory_mib))
+    assert index.refresh() == 2 * BLOCK - 40
+    feas = np.flatnonzero(sched.feasible(state, req))
+    assert index.feasible_nodes().tolist() == feas.tolist()
+    assert [index.nth_feasible(j) for j in range(feas.size)] == feas.tolist()  # block counts exact
+    rej = index.rejections()
+    assert rej == sched.rejections(state, req)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    cpu=st.integers(0, 128000), num=st.integers(0, 8), milli=st.integers(1, 1000),
+    cpu_free=st.integers(0, 128000), gpu_free=st.integers(0, 8000),
+)
+def test_best_fit_one_node_score_is_its_array_score(
+    cpu: int, num: int, milli: int, cpu_free: int, gpu_free: int
+) -> None:
+    """``node_score_one`` (Python floats) gives the array score bit for bit."""
+    state = _state(3)
+    state._cpu_free[0] = cpu_free  # type: ignore[attr-defined]
+    state._free_total[0] = gpu_free  # type: ignore[attr-defined]
+    share = 0 if num == 0 else milli if num == 1 else 1000
+    req = ResourceRequest(cpu_milli=cpu, memory_mib=1, num_gpu=num, gpu_milli=share)
+    pol = make_policy("best-fit")
+    one = pol.node_score_one(state, req)  # type: ignore[attr-defined]
+    assert one is not None
+    arr = pol.node_score_fn(state, req)(np.arange(3, dtype=np.intp))  # type: ignore[attr-defined]
+    assert [one(i) for i in range(3)] == arr.tolist()

@@ -280,6 +280,12 @@ class LocalScorePolicy(PlacementPolicy):
     def node_score_fn(self, view: ClusterState, req: ResourceRequest) -> Callable[[Nodes], Scores]:
         """``fn(nodes)``: the scores of ``nodes`` for ``req`` from their data as it is now."""
 
+    def node_score_one(self, view: ClusterState, req: ResourceRequest) -> Callable[[int], int] | None:
+        """``fn(node)``: :meth:`node_score_fn`'s score of one node with Python scalars, the same
+        integer bit for bit; the candidate index rescores a few changed nodes with it (an array
+        call costs more there). ``None`` (the default): the index calls :meth:`node_score_fn`."""
+        return None
+
     def score_key(self, req: ResourceRequest) -> Hashable:
         """What of the request the scores depend on (the key of their state-owned column)."""
         return (self.name, req)
@@ -296,7 +302,9 @@ class LocalScorePolicy(PlacementPolicy):
         return view.column_of(self.score_key(req), self.node_score_fn(view, req)).take(nodes)
 
     def pick(self, view: ClusterState, req: ResourceRequest, index: CandidateIndex) -> tuple[int, int]:
-        return index.best(self.score_epoch(view), lambda: self.node_score_fn(view, req))
+        return index.best(
+            self.score_epoch(view), lambda: self.node_score_fn(view, req), lambda: self.node_score_one(view, req)
+        )
 
 
 PLACEMENT_POLICIES: Registry[type[PlacementPolicy]] = Registry(

@@ -6,6 +6,7 @@ GPUs by best fit.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Hashable
 
 import numpy as np
@@ -36,3 +37,16 @@ class BestFit(LocalScorePolicy):
             return np.trunc((1.0 - acc) * 100.0).astype(np.int64)
 
         return compute
+
+    def node_score_one(self, view: ClusterState, req: ResourceRequest) -> Callable[[int], int] | None:
+        cpu, gpu = req.cpu_milli, req.total_gpu_milli
+        cpu_free, gpu_free = view.cpu_free.item, view.gpu_free_total.item
+        trunc = math.trunc
+
+        def one(node: int) -> int:
+            # ``compute`` with Python floats: the same IEEE-754 double operations in the same order
+            acc = (cpu_free(node) - cpu) / MAX_CPU * 0.5
+            acc = acc + (gpu_free(node) - gpu) / MAX_GPU * 0.5
+            return trunc((1.0 - acc) * 100.0)
+
+        return one
