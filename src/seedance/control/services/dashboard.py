@@ -16,11 +16,12 @@ from __future__ import annotations
 import datetime as dt
 
 import numpy as np
-from sqlalchemy import func, select
+from sqlalchemy import func, select, union_all
 from sqlalchemy.orm import Session
 
 from seedance.control.db.aggregates import JobCount
 from seedance.control.db.models import ALLOC_MILLI, Cluster, Job, Node, utcnow
+from seedance.control.errors import NotFound
 from seedance.control.schemas import CostPoint, DashboardData, HeatmapRow
 from seedance.control.security import Principal
 from seedance.control.services import clusters
@@ -35,10 +36,12 @@ def dashboard_data(
     *, session: Session, principal: Principal, cluster: str | None, window_h: float = 24.0, points: int = 96
 ) -> DashboardData:
     """The dashboard's data for one cluster (default: the first)."""
-    all_clusters = clusters.list_clusters(session=session)
-    chosen: Cluster | None = None
+    all_clusters = [(int(i), n) for i, n in session.execute(select(Cluster.id, Cluster.name).order_by(Cluster.id))]
+    chosen: tuple[int, str] | None = None
     if cluster is not None:
-        chosen = clusters.get_cluster(session=session, name=cluster)
+        chosen = next((c for c in all_clusters if c[1] == cluster), None)
+        if chosen is None:
+            raise NotFound(f"cluster {cluster!r} not found")
     elif all_clusters:
         chosen = all_clusters[0]
     heat: list[HeatmapRow] = []
@@ -49,48 +52,53 @@ def dashboard_data(
     cost: list[CostPoint] = []
     now = utcnow()
     if chosen is not None:
-        nodes = list(session.scalars(select(Node).where(Node.cluster_id == chosen.id).order_by(Node.id)))
-        alloc = clusters.allocations(session=session, cluster_id=chosen.id, nodes=nodes)
-        for n in nodes:
-            models[n.name] = n.gpu_model
-            heat.append(HeatmapRow(node=n.name, model=n.gpu_model, status=n.status,
-                                   tier=n.labels.get("gpu.sla.level"), gpu_milli=alloc[n.name].gpu_milli))
-        q = select(JobCount.tier, JobCount.status, func.sum(JobCount.n)).where(JobCount.cluster_id == chosen.id)
+        cid = chosen[0]
+        alloc = clusters.gpu_allocation(session=session, cluster_id=cid)
+        for name, model, status, labels, gpus in session.execute(
+                select(Node.name, Node.gpu_model, Node.status, Node.labels, Node.gpu_count)
+                .where(Node.cluster_id == cid).order_by(Node.id)):
+            models[name] = model
+            on_node = alloc.get((cid, name), {})
+            heat.append(HeatmapRow(node=name, model=model, status=status, tier=labels.get("gpu.sla.level"),
+                                   gpu_milli=[on_node.get(i, 0) for i in range(gpus)]))
+        q = select(JobCount.tier, JobCount.status, func.sum(JobCount.n)).where(JobCount.cluster_id == cid)
         if scope is not None:
             q = q.where(JobCount.tenant_id == scope)
         for tier, status, count in session.execute(q.group_by(JobCount.tier, JobCount.status)):
             if count:
                 by.setdefault(tier, {})[status] = int(count)
-        reasons = _pending_reasons(session, chosen.id, scope)
-        cost = _cost_series(session, chosen.id, scope, models, now, window_h, points)
+        reasons = _pending_reasons(session, cid, scope)
+        cost = _cost_series(session, cid, scope, models, now, window_h, points)
     return DashboardData(
-        cluster=chosen.name if chosen else None, clusters=[c.name for c in all_clusters], heatmap=heat,
+        cluster=chosen[1] if chosen else None, clusters=[name for _, name in all_clusters], heatmap=heat,
         jobs_by_tier_status=by, pending_reasons=reasons, cost=cost, generated_at=now,
     )
 
 
 def _pending_reasons(session: Session, cluster_id: int, scope: int | None) -> list[dict[str, object]]:
-    """The 20 commonest (reason, tier) among the newest ``REASON_SAMPLE`` waiting jobs, with an example name.
+    """The 20 commonest (reason, tier) among the newest ``REASON_SAMPLE`` waiting jobs, with an example name
+    (the least by code point).
 
-    One query per waiting status, each a backward range of ``ix_jobs_cluster_status_id`` stopping after
-    ``REASON_SAMPLE`` rows, merged here: bounded by the sample, however long the queue."""
-    rows: list[tuple[int, str, str, str]] = []
+    One statement: per waiting status a backward range of ``ix_jobs_cluster_status_id`` stopping after
+    ``REASON_SAMPLE`` rows, the newest ``REASON_SAMPLE`` of both, grouped in the store; bounded by the
+    sample however long the queue, and only the groups come back (ranked here, by code point as Python
+    orders strings, whatever the store's collation)."""
+    parts = []
     for status in (JobStatus.PENDING.value, JobStatus.UNSCHEDULABLE.value):
         q = (select(Job.id, Job.status_reason, Job.tier, Job.name)
              .where(Job.cluster_id == cluster_id, Job.status == status)
              .order_by(Job.id.desc()).limit(REASON_SAMPLE))
         if scope is not None:
             q = q.where(Job.tenant_id == scope)
-        rows.extend((int(i), r, t, n) for i, r, t, n in session.execute(q))
-    rows.sort(reverse=True)
-    counts: dict[tuple[str, str], int] = {}
-    example: dict[tuple[str, str], str] = {}
-    for _, reason, tier, name in rows[:REASON_SAMPLE]:
-        key = (reason, tier)
-        counts[key] = counts.get(key, 0) + 1
-        example[key] = min(example.get(key, name), name)
-    ranked = sorted(counts, key=lambda k: (-counts[k], k))[:20]
-    return [{"reason": r, "tier": t, "jobs": counts[(r, t)], "example": example[(r, t)]} for r, t in ranked]
+        parts.append(select(q.subquery()))
+    both = union_all(*parts).subquery()
+    sample = select(both).order_by(both.c.id.desc()).limit(REASON_SAMPLE).subquery()
+    name = sample.c.name.collate("C") if session.get_bind().dialect.name == "postgresql" else sample.c.name
+    groups = session.execute(
+        select(sample.c.status_reason, sample.c.tier, func.count(), func.min(name))
+        .group_by(sample.c.status_reason, sample.c.tier))
+    ranked = sorted(((-int(n), reason, tier, example) for reason, tier, n, example in groups))[:20]
+    return [{"reason": r, "tier": t, "jobs": -n, "example": e} for n, r, t, e in ranked]
 
 
 def _cost_series(
