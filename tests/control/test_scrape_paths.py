@@ -4,17 +4,20 @@ pending-reasons sample grouped in the store, and the metrics listener."""
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable
 
 import httpx
+import numpy as np
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.registry import Collector
-from sqlalchemy import update
+from sqlalchemy import select, update
 
-from seedance.control.db.models import Job
+from seedance.control.db.models import ALLOC_MILLI, Job
 from seedance.control.observability import StoreCollector, StoreSnapshot, StoreText, read_store, store_families
 from seedance.control.service import ControlService
 from seedance.control.services import clusters, dashboard
+from seedance.core.catalog import CATALOG
 from tests.control.conftest import LiveServer
 from tests.control.helpers import ADMIN_TOKEN, add_nodes, free_port, submit
 
@@ -135,3 +138,62 @@ def test_metrics_listener_serves_the_store_series(live_server_factory: Callable[
     assert scrape.status_code == 200 and scrape.headers["content-type"].startswith("text/plain; version=0.0.4")
     assert 'seedance_cluster_gpu_capacity{cluster="default"} 2.0\n' in scrape.text
     assert "seedance_http_requests_total" in scrape.text
+
+
+def _reference_cost(rows: list[tuple], models: dict[str, str | None], start: dt.datetime, now: dt.datetime,
+                    points: int) -> list[tuple[dt.datetime, float, float]]:
+    """The series as computed before it moved to the store: per job, two sorted prefix sums in numpy."""
+    ts = np.linspace(start.timestamp(), now.timestamp(), points)
+    bound = np.array([b.timestamp() for b, _, _, _, _ in rows])
+    end = np.array([f.timestamp() if f is not None else np.inf for _, f, _, _, _ in rows])
+    held = np.array([k * milli / 1000.0 for _, _, _, k, milli in rows])
+    price = np.array([CATALOG.resolve(models.get(node or "") or "").price_usd_per_hour if models.get(node or "")
+                      else 0.0 for _, _, node, _, _ in rows])
+
+    def at(weight: np.ndarray) -> np.ndarray:
+        o = np.argsort(bound, kind="stable")
+        started = np.concatenate(([0.0], np.cumsum(weight[o])))[np.searchsorted(bound[o], ts, side="right")]
+        o = np.argsort(end, kind="stable")
+        ended = np.concatenate(([0.0], np.cumsum(weight[o])))[np.searchsorted(end[o], ts, side="right")]
+        return np.round(np.maximum(started - ended, 0.0), 9)
+
+    return [(dt.datetime.fromtimestamp(float(t), dt.UTC), round(float(r), 4), float(g))
+            for t, r, g in zip(ts, at(held * price), at(held), strict=True)]
+
+
+def test_cost_series_bucketed_in_the_store_matches_the_per_job_sums(
+        make_service: Callable[..., ControlService], db_url: str) -> None:
+    svc = make_service(db_url)
+    add_nodes(svc, count=2, gpus=8)
+    add_nodes(svc, count=1, gpus=8, model="H100-80GB", prefix="h")
+    now = dt.datetime(2026, 12, 1, 12, 0, 0, 123456, tzinfo=dt.UTC)
+    h = dt.timedelta(hours=1)
+    plan = [  # gpus, node, bound, finished (hours before now; None: not yet)
+        (1, "node-0", 30.3, None),   # bound before the window, still held: counts at every instant
+        (2, "node-0", 30.3, 25.1),   # ended before the window: not in it
+        (0.5, "node-1", 23.77, 3.41),
+        (0.25, "node-1", 23.77, 3.41),  # same node and instants as the one above: one group in the store
+        (4, "h-0", 10.123, None),
+        (3, "h-0", 0.2, 0.05),       # inside the last quarter hour: counts at no instant
+        (1, "node-0", -0.5, None),   # bound after now (a clock ahead): counts at no instant
+        (1, "gone", 5.5, 1.25),      # a node no longer in the cluster: its GPUs count, at no price
+    ]
+    ids = [submit(svc, gpus=g, tier="gold", name=f"c{i}") for i, (g, _, _, _) in enumerate(plan)]
+    with svc.db.write() as s:
+        for job_id, (_, node, b, f) in zip(ids, plan, strict=True):
+            s.execute(update(Job).where(Job.id == job_id).values(
+                status="running" if f is None else "succeeded", node_name=node, bound_at=now - b * h,
+                finished_at=None if f is None else now - f * h))
+    models = {"node-0": "A100-80GB", "node-1": "A100-80GB", "h-0": "H100-80GB"}
+    with svc.db.read() as s:
+        cid = clusters.get_cluster(session=s, name="default").id
+        got = dashboard._cost_series(s, cid, None, models, now, 24.0, 96)
+        other_tenant = dashboard._cost_series(s, cid, 10_000, models, now, 24.0, 96)
+        rows = [tuple(r) for r in s.execute(select(Job.bound_at, Job.finished_at, Job.node_name, Job.num_gpu,
+                                                   ALLOC_MILLI).where(Job.finished_at.is_(None) |
+                                                                      (Job.finished_at >= now - 24 * h)))]
+    expected = _reference_cost(rows, models, now - 24 * h, now, 96)
+    assert [(p.t, p.usd_per_hour, p.gpus) for p in got] == expected
+    assert got[0].gpus == 1.0 and got[-1].gpus == 5.0  # node-0's 1 GPU (+ node-1's 0.75 from 23.77 h ago)
+    assert max(p.gpus for p in got) == 1 + 0.75 + 4 + 1
+    assert [p.gpus for p in other_tenant] == [0.0] * 96 and len(other_tenant) == 96

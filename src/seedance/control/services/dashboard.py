@@ -7,8 +7,10 @@ newest ``REASON_SAMPLE`` waiting jobs (one backward range of ``ix_jobs_cluster_s
 status, bounded whatever the queue length).
 Cost over time is the spend rate
 ($/h) of the GPUs held by jobs at each of ``points`` instants of the last ``window_h`` hours: each
-job bound in the window contributes ``gpus × catalog $/GPU-h of its node's model`` from its bind
-to its end (two sorted prefix sums over the jobs' binds and ends, not a pass per job per instant).
+job bound in the window contributes ``gpus × catalog $/GPU-h of its node's model`` at the instants
+from its bind to its end. The store maps each job to its first and last instant and sums the jobs
+sharing a node and both instants (one row per group, not per job); the rows become two prefix
+sums here.
 """
 
 from __future__ import annotations
@@ -16,11 +18,11 @@ from __future__ import annotations
 import datetime as dt
 
 import numpy as np
-from sqlalchemy import func, select, union_all
+from sqlalchemy import func, select, text, union_all
 from sqlalchemy.orm import Session
 
 from seedance.control.db.aggregates import JobCount
-from seedance.control.db.models import ALLOC_MILLI, Cluster, Job, Node, utcnow
+from seedance.control.db.models import Cluster, Job, Node, utcnow
 from seedance.control.errors import NotFound
 from seedance.control.schemas import CostPoint, DashboardData, HeatmapRow
 from seedance.control.security import Principal
@@ -101,49 +103,57 @@ def _pending_reasons(session: Session, cluster_id: int, scope: int | None) -> li
     return [{"reason": r, "tier": t, "jobs": -n, "example": e} for n, r, t, e in ranked]
 
 
+_COST_SQL = {  # per job of the window: the first instant it counts at (kb) and the first it no longer does (ke)
+    "postgresql": {
+        "epoch": "EXTRACT(EPOCH FROM {col})::float8",
+        "ceil": "CEIL({x})",
+    },
+    "sqlite": {
+        "epoch": "((julianday({col}) - 2440587.5) * 86400.0)",
+        "ceil": "(CAST({x} AS INTEGER) + ({x} > CAST({x} AS INTEGER)))",
+    },
+}
+
+
+def _instant(dialect: str, col: str) -> str:
+    """How many of the series' instants lie before ``col`` (a timestamp column): ``ceil((col - t0) / step)``
+    clamped to ``0..points``."""
+    f = _COST_SQL[dialect]
+    x = f"(({f['epoch'].format(col=col)} - :t0) / :step)"
+    return f"CASE WHEN {x} <= 0 THEN 0 WHEN {x} >= :points THEN :points ELSE {f['ceil'].format(x=x)} END"
+
+
 def _cost_series(
     session: Session, cluster_id: int, scope: int | None, models: dict[str, str | None], now: dt.datetime,
     window_h: float, points: int,
 ) -> list[CostPoint]:
     start = now - dt.timedelta(hours=window_h)
-    q = (select(Job.bound_at, Job.finished_at, Job.node_name, Job.num_gpu, ALLOC_MILLI)
-         .where(Job.cluster_id == cluster_id, Job.bound_at.is_not(None),
-                (Job.finished_at.is_(None)) | (Job.finished_at >= start))
-         .order_by(Job.id.desc()).limit(_MAX_COST_JOBS))
-    if scope is not None:
-        q = q.where(Job.tenant_id == scope)
-    rows = session.execute(q).all()
     ts = np.linspace(start.timestamp(), now.timestamp(), points)
+    step = (ts[-1] - ts[0]) / (points - 1) if points > 1 else 1.0
+    dialect = session.get_bind().dialect.name
+    kb = _instant(dialect, "bound_at")
+    ke = f"CASE WHEN finished_at IS NULL THEN :points ELSE {_instant(dialect, 'finished_at')} END"
+    tenant = " AND tenant_id = :tenant" if scope is not None else ""
+    sql = (f"SELECT node_name, kb, ke, SUM(w) FROM (SELECT node_name, {kb} AS kb, {ke} AS ke, "
+           "num_gpu * COALESCE(placed_gpu_milli, gpu_milli) AS w FROM jobs "
+           "WHERE cluster_id = :c AND bound_at IS NOT NULL AND (finished_at IS NULL OR finished_at >= :start)"
+           f"{tenant} ORDER BY id DESC LIMIT :lim) AS j WHERE kb < ke GROUP BY node_name, kb, ke")
+    params = {"c": cluster_id, "t0": float(ts[0]), "step": float(step), "points": points, "lim": _MAX_COST_JOBS,
+              "start": start if dialect != "sqlite" else start.replace(tzinfo=None), "tenant": scope}
     price_of: dict[str, float] = {"": 0.0}
-    n = len(rows)
-    bound = np.empty(n)
-    end = np.empty(n)
-    held = np.empty(n)
-    price = np.empty(n)
-    for i, (bound_at, finished_at, node, k, milli) in enumerate(rows):
-        bound[i] = bound_at.timestamp() if bound_at is not None else np.inf  # the query asks bound_at set
-        end[i] = finished_at.timestamp() if finished_at is not None else np.inf
-        held[i] = k * milli / 1000.0
+    held = np.zeros(points + 1)  # milli-GPU starting (+) and ending (-) at each instant
+    spend = np.zeros(points + 1)
+    for node, first, end, milli in session.execute(text(sql), params):
         model = models.get(node or "") or ""
         if model not in price_of:
             price_of[model] = CATALOG.resolve(model).price_usd_per_hour
-        price[i] = price_of[model]
-    gpus = _held_at(ts, bound, end, held)
-    rate = _held_at(ts, bound, end, held * price)
+        held[int(first)] += milli
+        held[int(end)] -= milli
+        spend[int(first)] += milli * price_of[model]
+        spend[int(end)] -= milli * price_of[model]
+    gpus = np.round(np.cumsum(held[:points]) / 1000.0, 9)
+    rate = np.round(np.cumsum(spend[:points]) / 1000.0, 9)
     return [
         CostPoint(t=dt.datetime.fromtimestamp(float(t), dt.UTC), usd_per_hour=round(float(r), 4), gpus=float(g))
         for t, r, g in zip(ts, rate, gpus, strict=True)
     ]
-
-
-def _held_at(ts: np.ndarray, start: np.ndarray, end: np.ndarray, weight: np.ndarray) -> np.ndarray:
-    """At each instant of ``ts``, the sum of ``weight`` over intervals with ``start <= t < end``: what started
-    by then minus what ended by then (two sorted prefix sums, O(n log n) instead of n × len(ts))."""
-    if not len(start):
-        return np.zeros(len(ts))
-    o = np.argsort(start, kind="stable")
-    started = np.concatenate(([0.0], np.cumsum(weight[o])))[np.searchsorted(start[o], ts, side="right")]
-    o = np.argsort(end, kind="stable")
-    ended = np.concatenate(([0.0], np.cumsum(weight[o])))[np.searchsorted(end[o], ts, side="right")]
-    held: np.ndarray = np.round(np.maximum(started - ended, 0.0), 9)  # a prefix-sum difference: drop residue
-    return held
