@@ -5,6 +5,7 @@ pending-reasons sample grouped in the store, and the metrics listener."""
 from __future__ import annotations
 
 import datetime as dt
+import http.client
 from collections.abc import Callable
 
 import httpx
@@ -138,6 +139,15 @@ def test_metrics_listener_serves_the_store_series(live_server_factory: Callable[
     assert scrape.status_code == 200 and scrape.headers["content-type"].startswith("text/plain; version=0.0.4")
     assert 'seedance_cluster_gpu_capacity{cluster="default"} 2.0\n' in scrape.text
     assert "seedance_http_requests_total" in scrape.text
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)  # keep-alive: two scrapes, one connection
+    try:
+        for _ in range(2):
+            conn.request("GET", "/metrics")
+            answer = conn.getresponse()
+            assert answer.status == 200 and answer.version == 11 and b"seedance_jobs" in answer.read()
+            assert answer.getheader("connection") != "close"
+    finally:
+        conn.close()
 
 
 def _reference_cost(rows: list[tuple], models: dict[str, str | None], start: dt.datetime, now: dt.datetime,

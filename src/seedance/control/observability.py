@@ -252,6 +252,8 @@ def serve_metrics(metrics: ControlMetrics, host: str, port: int) -> ThreadingHTT
     daemon thread; ``shutdown()`` and ``server_close()`` stop it."""
 
     class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep-alive, as Prometheus scrapes (every answer has its length)
+
         def do_GET(self) -> None:  # noqa: N802 (http.server's name)
             body = metrics.render()
             self.send_response(200)

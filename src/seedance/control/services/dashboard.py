@@ -117,7 +117,8 @@ _COST_SQL = {  # per job of the window: the first instant it counts at (kb) and 
 
 def _instant(dialect: str, col: str) -> str:
     """How many of the series' instants lie before ``col`` (a timestamp column): ``ceil((col - t0) / step)``
-    clamped to ``0..points``."""
+    clamped to ``0..points``, in the store's floating point (a bind or end within rounding of an instant,
+    a few microseconds, may count on either side of it)."""
     f = _COST_SQL[dialect]
     x = f"(({f['epoch'].format(col=col)} - :t0) / :step)"
     return f"CASE WHEN {x} <= 0 THEN 0 WHEN {x} >= :points THEN :points ELSE {f['ceil'].format(x=x)} END"
@@ -141,19 +142,27 @@ def _cost_series(
     params = {"c": cluster_id, "t0": float(ts[0]), "step": float(step), "points": points, "lim": _MAX_COST_JOBS,
               "start": start if dialect != "sqlite" else start.replace(tzinfo=None), "tenant": scope}
     price_of: dict[str, float] = {"": 0.0}
-    held = np.zeros(points + 1)  # milli-GPU starting (+) and ending (-) at each instant
-    spend = np.zeros(points + 1)
+    groups: list[tuple[int, int, float]] = []
+    priced: list[tuple[int, int, float]] = []
     for node, first, end, milli in session.execute(text(sql), params):
         model = models.get(node or "") or ""
         if model not in price_of:
             price_of[model] = CATALOG.resolve(model).price_usd_per_hour
-        held[int(first)] += milli
-        held[int(end)] -= milli
-        spend[int(first)] += milli * price_of[model]
-        spend[int(end)] -= milli * price_of[model]
-    gpus = np.round(np.cumsum(held[:points]) / 1000.0, 9)
-    rate = np.round(np.cumsum(spend[:points]) / 1000.0, 9)
+        groups.append((int(first), int(end), milli / 1000.0))
+        priced.append((int(first), int(end), milli / 1000.0 * price_of[model]))
+    gpus, rate = _held_at(points, groups), _held_at(points, priced)
     return [
         CostPoint(t=dt.datetime.fromtimestamp(float(t), dt.UTC), usd_per_hour=round(float(r), 4), gpus=float(g))
         for t, r, g in zip(ts, rate, gpus, strict=True)
     ]
+
+
+def _held_at(points: int, groups: list[tuple[int, int, float]]) -> np.ndarray:
+    """At each instant ``k < points``, the sum of the weights of the ``(first, end, weight)`` groups with
+    ``first <= k < end``: a prefix sum of what starts minus what ends at each instant."""
+    delta = np.zeros(points + 1)
+    for first, end, weight in groups:
+        delta[min(first, points)] += weight
+        delta[min(end, points)] -= weight
+    held: np.ndarray = np.round(np.maximum(np.cumsum(delta[:points]), 0.0), 9)  # drop the sums' float residue
+    return held
