@@ -226,6 +226,8 @@ def main() -> None:
     ap.add_argument("--scheduler-process", action="store_true",
                     help="'after' runs 'serve --no-scheduler' plus a 'seedancectl scheduler run' process (server CPU "
                     "counts both); 'before' keeps the loop inside serve.")
+    ap.add_argument("--before-scheduler-process", action="store_true",
+                    help="'before' runs its loop in its own process too (a --before-ref that has 'scheduler run').")
     ap.add_argument("--metrics-on-loop", action="store_true",
                     help="With --scheduler-process: 'after' scrapes /metrics from the loop process's metrics listener "
                     "(metrics_listen; store-derived and scheduler series) instead of the API port, so no scrape runs "
@@ -239,7 +241,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         rows: list[dict[str, Any]] = []
         if args.before_ref != "none":
-            rows += run_variant("before", before_src(args.before_ref, Path(tmp)), args, Path(tmp) / "before")
+            rows += run_variant("before", before_src(args.before_ref, Path(tmp)), args, Path(tmp) / "before",
+                                args.before_scheduler_process)
         rows += run_variant("after", ROOT / "src", args, Path(tmp) / "after", args.scheduler_process,
                             args.metrics_on_loop)
     print("\nvariant  rate  done/s  p50 ms  p99 ms  errors  CPU ms/submit  loadgen ms  metrics p50  dashboard p50"
