@@ -1,7 +1,8 @@
 """Durable submissions/s and latency under an open-loop load, with /metrics scrapes and dashboard tabs,
 for main's code ("before", a ``git archive`` of ``--before-ref``) and this checkout ("after") in one run.
 With ``--scheduler-process``, "after" runs the loop in its own process (``serve --no-scheduler`` plus
-``seedancectl scheduler run``; server CPU is both processes').
+``seedancectl scheduler run``; server CPU is both processes'); adding ``--metrics-on-loop``, "after"'s
+scrapes go to that process's metrics listener (``metrics_listen``), not to the API port.
 
 For each variant: start ``seedancectl serve`` (scheduling loop on, noop dispatcher) on a fresh store,
 register a cluster, then for each ``--rates`` value send Poisson arrivals of ``POST /api/v1/jobs`` for
@@ -73,8 +74,9 @@ class Server:
     ``seedancectl scheduler run`` process (``loop``) on the same store."""
 
     def __init__(self, src: Path, db: str, pg_url: str, home: Path, workers: int = 1,
-                 scheduler_process: bool = False) -> None:
+                 scheduler_process: bool = False, metrics_on_loop: bool = False) -> None:
         self.port = free_port()
+        self.metrics_port = free_port() if metrics_on_loop else self.port  # where the side traffic scrapes
         self.schema = None
         if db == "postgresql":
             import psycopg
@@ -103,8 +105,9 @@ class Server:
                     raise SystemExit("server did not start") from None
                 time.sleep(0.3)
         if scheduler_process:
+            loop_env = {**env, "SEEDANCE_METRICS_LISTEN": f"127.0.0.1:{self.metrics_port}"} if metrics_on_loop else env
             self.loop = subprocess.Popen([sys.executable, "-m", "seedance.cli.main", "scheduler", "run",
-                                          "--database-url", url], env=env, cwd=home,
+                                          "--database-url", url], env=loop_env, cwd=home,
                                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
             assert self.loop.stderr is not None
             for raw in self.loop.stderr:  # up once it holds the store's lease
@@ -139,12 +142,13 @@ class Server:
                 c.execute(f"DROP SCHEMA {self.schema} CASCADE")
 
 
-async def background(port: int, seconds: float, scrapes: float, tabs: int) -> dict[str, list[float]]:
+async def background(port: int, seconds: float, scrapes: float, tabs: int,
+                     metrics_port: int | None = None) -> dict[str, list[float]]:
     out: dict[str, list[float]] = {"metrics": [], "dashboard": []}
     stop = time.perf_counter() + seconds
 
     async def every(period: float, path: str, key: str, offset: float) -> None:
-        c = Conn(port)
+        c = Conn(metrics_port if key == "metrics" and metrics_port is not None else port)
         await asyncio.sleep(offset)
         while time.perf_counter() < stop:
             t = time.perf_counter()
@@ -167,7 +171,8 @@ async def phase(server: Server, rate: float, seconds: float, clients: int, scrap
     c0, w0, g0 = sum(map(cpu_seconds, server.pids)), time.perf_counter(), time.process_time()
     l0 = cpu_seconds(server.loop.pid) if server.loop is not None else 0.0
     load = asyncio.create_task(open_loop(server.port, clients, seconds, rate, prefix))
-    bg = asyncio.create_task(background(server.port, seconds, scrapes / 3 if scrapes else 0, tabs))
+    bg = asyncio.create_task(background(server.port, seconds, scrapes / 3 if scrapes else 0, tabs,
+                                        server.metrics_port))
     lat, errors = await load
     wall = time.perf_counter() - w0
     side = await bg
@@ -186,9 +191,9 @@ async def phase(server: Server, rate: float, seconds: float, clients: int, scrap
 
 
 def run_variant(name: str, src: Path, args: argparse.Namespace, home: Path,
-                scheduler_process: bool = False) -> list[dict[str, Any]]:
+                scheduler_process: bool = False, metrics_on_loop: bool = False) -> list[dict[str, Any]]:
     home.mkdir(parents=True, exist_ok=True)
-    server = Server(src, args.db, args.pg_url, home, args.workers, scheduler_process)
+    server = Server(src, args.db, args.pg_url, home, args.workers, scheduler_process, metrics_on_loop)
     try:
         server.call("POST", "/api/v1/clusters", {"name": "default"})
         for i in range(args.nodes):
@@ -221,14 +226,25 @@ def main() -> None:
     ap.add_argument("--scheduler-process", action="store_true",
                     help="'after' runs 'serve --no-scheduler' plus a 'seedancectl scheduler run' process (server CPU "
                     "counts both); 'before' keeps the loop inside serve.")
+    ap.add_argument("--before-scheduler-process", action="store_true",
+                    help="'before' runs its loop in its own process too (a --before-ref that has 'scheduler run').")
+    ap.add_argument("--metrics-on-loop", action="store_true",
+                    help="With --scheduler-process: 'after' scrapes /metrics from the loop process's metrics listener "
+                    "(metrics_listen; store-derived and scheduler series) instead of the API port, so no scrape runs "
+                    "in the process taking submissions; the dashboard tabs still call the API.")
     args = ap.parse_args()
+    if args.metrics_on_loop and not args.scheduler_process:
+        ap.error("--metrics-on-loop needs --scheduler-process")
     print(json.dumps({"load_average": os.getloadavg(), "cpus": os.cpu_count(), "db": args.db,
-                      "workers": args.workers, "scheduler_process": args.scheduler_process}), flush=True)
+                      "workers": args.workers, "scheduler_process": args.scheduler_process,
+                      "metrics_on_loop": args.metrics_on_loop}), flush=True)
     with tempfile.TemporaryDirectory() as tmp:
         rows: list[dict[str, Any]] = []
         if args.before_ref != "none":
-            rows += run_variant("before", before_src(args.before_ref, Path(tmp)), args, Path(tmp) / "before")
-        rows += run_variant("after", ROOT / "src", args, Path(tmp) / "after", args.scheduler_process)
+            rows += run_variant("before", before_src(args.before_ref, Path(tmp)), args, Path(tmp) / "before",
+                                args.before_scheduler_process)
+        rows += run_variant("after", ROOT / "src", args, Path(tmp) / "after", args.scheduler_process,
+                            args.metrics_on_loop)
     print("\nvariant  rate  done/s  p50 ms  p99 ms  errors  CPU ms/submit  loadgen ms  metrics p50  dashboard p50"
           "  load 1m")
     for r in rows:

@@ -31,9 +31,9 @@ PLACED = ("bound", "running")
 class LoopProcess:
     """A ``seedancectl scheduler run`` subprocess whose stderr lines are collected."""
 
-    def __init__(self, url: str, home: Path, *args: str) -> None:
+    def __init__(self, url: str, home: Path, *args: str, env: dict[str, str] | None = None) -> None:
         env = {**os.environ, "SEEDANCE_HOME": str(home), "SEEDANCE_BOOTSTRAP_TOKEN": ADMIN_TOKEN,
-               "SEEDANCE_DB_POOL_SIZE": "4"}
+               "SEEDANCE_DB_POOL_SIZE": "4", **(env or {})}
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "seedance.cli.main", "scheduler", "run", "--database-url", url, *args],
             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True,
@@ -126,6 +126,29 @@ def test_loop_process_places_api_submissions(
         assert nodes <= {"node-0", "node-1"}
     assert loop.terminate() == 0
     assert any("scheduler stopped" in line for line in loop.lines)
+
+
+def test_loop_process_serves_store_and_scheduler_series_on_its_metrics_listener(
+    pg_schema_url: str, live_server_factory: Callable[..., LiveServer], tmp_path: Path,
+) -> None:
+    server = live_server_factory(pg_schema_url)
+    port = free_port()
+    loop = LoopProcess(pg_schema_url, tmp_path, env={"SEEDANCE_METRICS_LISTEN": f"127.0.0.1:{port}"})
+    try:
+        loop.wait_for("scheduling")
+        with server.client() as c:
+            setup_cluster(c, nodes=1)
+            ids = [c.post("/api/v1/jobs", json={"name": f"m{i}", "gpus": 1}).json()["id"] for i in range(2)]
+            placed_within(c, ids, bound_s=5.0)
+        scrape = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10)
+    finally:
+        loop.kill()
+    assert scrape.status_code == 200 and scrape.headers["content-type"] == "text/plain; version=0.0.4; charset=utf-8"
+    lines = scrape.text.splitlines()
+    assert 'seedance_cluster_gpu_allocated{cluster="default"} 2.0' in lines  # the store's series
+    assert 'seedance_cluster_gpu_capacity{cluster="default"} 8.0' in lines
+    assert 'seedance_scheduler_decisions_total{outcome="bind",policy="best-fit"} 2.0' in lines  # the loop's own
+    assert not any(line.startswith("seedance_http_requests_total{") for line in lines)  # the API's stay there
 
 
 def test_postgresql_notify_places_faster_than_the_interval(

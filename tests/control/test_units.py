@@ -161,6 +161,9 @@ def test_cost_series_prefix_sums_equal_a_pass_per_job(jobs_: list[tuple[int, int
     expected = np.zeros(len(ts))
     for b, e, w in zip(start, end, weight, strict=True):
         expected += ((ts >= b) & (ts < e)) * w
-    assert np.allclose(_held_at(ts, start, end, weight), expected, atol=1e-9)
-    assert _held_at(ts, np.array([10.0]), np.array([20.0]), np.array([2.0])).tolist() == [
-        2.0 if 10 <= t < 20 else 0.0 for t in ts]
+    # each job as the store groups it: its first instant and first instant past its end (instants before each)
+    groups = [(int(np.searchsorted(ts, b, side="left")), int(np.searchsorted(ts, e, side="left")), w)
+              for b, e, w in zip(start, end, weight, strict=True)]
+    assert np.allclose(_held_at(len(ts), groups), expected, atol=1e-9)
+    assert _held_at(len(ts), [(2, 4, 2.0)]).tolist() == [2.0 if 10 <= t < 20 else 0.0 for t in ts]
+    assert _held_at(3, [(0, 9, 1.5), (5, 9, 1.0), (1, 1, 7.0)]).tolist() == [1.5, 1.5, 1.5]

@@ -18,7 +18,7 @@ from seedance.control.costing import CostScorer, make_cost_scorer
 from seedance.control.db import migrate
 from seedance.control.db.session import Database
 from seedance.control.errors import TooManyRequests, Unauthorized
-from seedance.control.observability import ControlMetrics
+from seedance.control.observability import ControlMetrics, serve_metrics
 from seedance.control.policydoc import PolicyValidator, default_policy_validator
 from seedance.control.ratelimit import RATE_LIMITERS, RateLimiter
 from seedance.control.security import Principal, hash_token
@@ -97,10 +97,8 @@ class ControlService:
         if self.settings.scheduler_enabled if loop is None else loop:
             self.loop.start()
         if self.settings.metrics_listen and self._metrics_server is None:
-            from prometheus_client import start_http_server
-
             host, _, port = self.settings.metrics_listen.rpartition(":")
-            self._metrics_server, _ = start_http_server(int(port), host.strip("[]"), registry=self.metrics.registry)
+            self._metrics_server = serve_metrics(self.metrics, host.strip("[]"), int(port))
 
     def close(self) -> None:
         """Stop the loop, the dispatcher and the store connections."""

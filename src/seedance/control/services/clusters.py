@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from sqlalchemy import func, select, update
+from sqlalchemy import func, select, text, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -276,3 +276,29 @@ def to_node_read(cluster_name: str, node: Node, alloc: NodeAlloc | None) -> Node
         status=NodeStatus(node.status), allocated_cpu_milli=a.cpu_milli, allocated_memory_mib=a.memory_mib,
         allocated_gpu_milli=a.gpu_milli, jobs=a.jobs,
     )
+
+
+_GPU_ALLOC_SQL = {  # ACTIVE jobs' GPU indexes unnested and summed in the store: one row per allocated GPU
+    "postgresql": "SELECT j.cluster_id, j.node_name, CAST(g.value AS INTEGER), "
+                  "SUM(COALESCE(j.placed_gpu_milli, j.gpu_milli)) "
+                  "FROM jobs AS j, jsonb_array_elements_text(j.gpu_indices) AS g(value) "
+                  "WHERE j.status IN ('bound', 'running') AND j.node_name IS NOT NULL{where} GROUP BY 1, 2, 3",
+    "sqlite": "SELECT j.cluster_id, j.node_name, CAST(g.value AS INTEGER), "
+              "SUM(COALESCE(j.placed_gpu_milli, j.gpu_milli)) "
+              "FROM jobs AS j, json_each(j.gpu_indices) AS g "
+              "WHERE j.status IN ('bound', 'running') AND j.node_name IS NOT NULL{where} GROUP BY 1, 2, 3",
+}
+
+
+def gpu_allocation(*, session: Session, cluster_id: int | None = None) -> dict[tuple[int, str], dict[int, int]]:
+    """Milli-GPU allocated on each GPU of each node, ``(cluster id, node name) -> {gpu index: milli}``.
+
+    The same sums as :func:`allocations`' ``gpu_milli``, computed by one statement in the store: it returns
+    one row per allocated GPU (at most the GPUs' count) instead of every placed job with its index list.
+    Of one cluster (``cluster_id``) or of all."""
+    dialect = session.get_bind().dialect.name
+    sql = _GPU_ALLOC_SQL[dialect].format(where=" AND j.cluster_id = :c" if cluster_id is not None else "")
+    out: dict[tuple[int, str], dict[int, int]] = {}
+    for cid, node, gpu, milli in session.execute(text(sql), {"c": cluster_id} if cluster_id is not None else {}):
+        out.setdefault((int(cid), node), {})[int(gpu)] = int(milli)
+    return out

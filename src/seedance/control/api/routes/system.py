@@ -10,6 +10,7 @@ from sqlalchemy import text
 
 from seedance.control.api.deps import PrincipalDep, ServiceDep
 from seedance.control.api.errors import ERROR_RESPONSES
+from seedance.control.observability import CONTENT_TYPE
 from seedance.control.schemas import NAME_PATTERN, DashboardData, Health
 from seedance.control.services import dashboard
 
@@ -35,7 +36,7 @@ def metrics(svc: ServiceDep, request: Request) -> Response:
     if not svc.settings.metrics_open:
         header = request.headers.get("authorization", "")
         svc.authenticate(header[7:] if header.lower().startswith("bearer ") else None)
-    return Response(svc.metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8")
+    return Response(svc.metrics.render(), media_type=CONTENT_TYPE)
 
 
 @router.get("/", include_in_schema=False)
