@@ -13,8 +13,9 @@ NOTE(seedance): what the index keeps, per (cluster state, request), and why it d
     log); scores are computed only for feasible nodes and only when the policy scores (two or
     more feasible nodes), so a policy is called at the same points, with the same state, as by
     the scan. A few changed nodes are rescored with the policy's one-node score when it has one
-    (``LocalScorePolicy.node_score_one``: the same integer with Python scalars). A policy whose scores depend on more than the node (a refreshed learned model)
-    names an *epoch*; a new epoch rescores every feasible node.
+    (``LocalScorePolicy.node_score_one``: the same integer with Python scalars). A policy whose
+    scores depend on more than the node (a refreshed learned model) names an *epoch*; a new epoch
+    rescores every feasible node.
   Cost per decision: the changed nodes plus ``n / BLOCK`` block entries, not the cluster's size.
 """
 
