@@ -21,6 +21,7 @@ from seedance.control.errors import TooManyRequests, Unauthorized
 from seedance.control.observability import ControlMetrics, serve_metrics
 from seedance.control.policydoc import PolicyValidator, default_policy_validator
 from seedance.control.ratelimit import RATE_LIMITERS, RateLimiter
+from seedance.control.rendercache import RenderCache
 from seedance.control.security import Principal, hash_token
 from seedance.control.services import tokens
 from seedance.control.services.attestation import LiveStages
@@ -61,6 +62,7 @@ class ControlService:
         if run_migrations:
             migrate.upgrade(self.db)
         self.metrics = ControlMetrics(self.db)
+        self.dashboard_cache = RenderCache(settings.dashboard_cache_s)
         self.scorer: CostScorer = make_cost_scorer(cost_scorer or settings.cost_scorer, settings)
         self.directory = ClusterDirectory()
         self.revision = migrate.HEAD_REVISION if run_migrations else migrate.current_revision(self.db)

@@ -114,6 +114,10 @@ class ControlSettings(BaseSettings):
         description="Seconds a verified token stays cached in this process; a revocation made through another "
         "process takes effect within this time (at once in the process that revoked it).",
     )
+    dashboard_cache_s: float = Field(
+        default=5.0, ge=0, le=300,
+        description="Seconds a rendered /api/v1/dashboard answer is shared by the callers asking for the same tenant "
+        "scope, cluster and window (its Age header says how old; 0: render every call). The page polls every 5 s.")
     rate_limit_per_address: int = Field(
         default=5000, ge=0, le=10_000_000, description="Requests per second from one source address (0: no limit).")
     rate_limit_per_token: int = Field(

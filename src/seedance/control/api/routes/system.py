@@ -50,7 +50,15 @@ def dashboard_data(
     svc: ServiceDep, me: PrincipalDep,
     cluster: Annotated[str | None, Query(pattern=NAME_PATTERN, max_length=63)] = None,
     window_h: Annotated[float, Query(gt=0, le=24 * 31, description="Hours of cost history.")] = 24.0,
-) -> DashboardData:
-    """Everything the dashboard draws, for one cluster (default: the first)."""
-    with svc.db.read() as s:
-        return dashboard.dashboard_data(session=s, principal=me, cluster=cluster, window_h=window_h)
+) -> Response:
+    """Everything the dashboard draws, for one cluster (default: the first). An answer rendered less than
+    ``dashboard_cache_s`` ago for the same tenant scope, cluster and window is served again (``Age``: its
+    age in seconds)."""
+    def render() -> bytes:
+        with svc.db.read() as s:
+            data = dashboard.dashboard_data(session=s, principal=me, cluster=cluster, window_h=window_h)
+        return data.model_dump_json().encode()
+
+    body, age = svc.dashboard_cache.get((me.tenant_scope(), cluster, window_h), render)
+    return Response(body, media_type="application/json",
+                    headers={"Age": str(int(age)), "Cache-Control": "private, no-cache"})
