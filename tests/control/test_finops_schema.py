@@ -223,3 +223,20 @@ def test_the_fuzz_filter_drops_only_422s_made_of_unstateable_rules() -> None:
     assert unstateable("/api/v1/telemetry", 422, order) == []  # a rule of another operation
     assert unstateable("/api/v1/allocation/explain", 400, order) == []
     assert unstateable("/api/v1/allocation/explain", 422, b"not json") == []
+
+
+def test_a_nul_in_telemetry_text_is_refused_as_the_schema_says(live_server_factory: Any, pg_schema_url: str) -> None:
+    """PostgreSQL's JSONB and text refuse NUL: a holder's namespace with one was a 500 there (schemathesis' case)."""
+    server = live_server_factory(pg_schema_url)
+    c, schema = server.client(), body_validator(server)
+    holder = {"namespace": "ml\u0000x", "pod": "p", "allocated": 1.0}
+    for body, loc in (({"node": "n0", "gpus": [{"gpu": 0, "uuid": "GPU-1", "holders": [holder]}]},
+                       "body.gpus.0.holders.0.namespace"),
+                      ({"node": "n\u0000", "gpus": []}, "body.node"),
+                      ({"node": "n0", "windows": [_window(containers=[_container(labels={"k": "v\u0000"})])]},
+                       "body.windows.0.containers.0.labels.k")):
+        assert not schema.is_valid(body)
+        r = c.post("/api/v1/telemetry", json=body)
+        assert r.status_code == 422 and locs(r) == [loc], r.text
+    ok = {"node": "n0", "gpus": [{"gpu": 0, "uuid": "GPU-1", "holders": [{**holder, "namespace": "ml"}]}]}
+    assert schema.is_valid(ok) and c.post("/api/v1/telemetry", json=ok).status_code == 200

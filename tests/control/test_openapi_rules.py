@@ -74,3 +74,24 @@ def test_step_pattern_is_the_parser(text: str, ok: bool) -> None:
 @given(st.from_regex(STEP, fullmatch=True).filter(lambda s: s.isascii()))
 def test_every_string_of_the_step_pattern_parses(text: str) -> None:
     assert parse_duration(text) > 0
+
+
+@pytest.mark.parametrize(("deadline", "ok"), [
+    ("0231-09-12T01:37:13+07:02", False),  # schema-valid before the pattern, refused by the validator: fuzzer's find
+    ("1999-12-31T23:59:59Z", False), ("2200-01-01T00:00:00Z", False),
+    ("2000-01-01T00:00:00+14:00", True), ("2199-12-31T23:59:59-12:00", True), ("2026-12-02T10:00:00Z", True),
+])
+def test_deadline_pattern_is_the_validator(tmp_path: typing.Any, deadline: str, ok: bool) -> None:
+    from pydantic import ValidationError
+
+    from seedance.control.schemas import JobCreate
+
+    doc = create_app(settings_for(f"sqlite:///{tmp_path / 's.db'}")).openapi()
+    branch = doc["components"]["schemas"]["JobCreate"]["properties"]["deadline"]["anyOf"][0]
+    assert branch == {"type": "string", "format": "date-time", "pattern": "^2[01][0-9]{2}-"}
+    assert bool(re.match(branch["pattern"], deadline)) is ok
+    if ok:
+        assert JobCreate(deadline=deadline).deadline is not None
+    else:
+        with pytest.raises(ValidationError, match="deadline must be between 2000 and 2199"):
+            JobCreate(deadline=deadline)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import re
 from enum import Enum, StrEnum
 from typing import Annotated, Any, Literal
 
@@ -100,6 +101,19 @@ def _printable(v: str) -> str:
 def _rfc3339(v: object) -> object:
     if not isinstance(v, str | dt.datetime):
         raise ValueError("must be an RFC 3339 date-time string")
+    return v
+
+
+#: A deadline's year as written: 2000–2199 (the schema's pattern says the same, so a schema-valid
+#: deadline is never refused; any UTC offset then stays far from the datetime range's ends).
+DEADLINE_PATTERN = r"^2[01][0-9]{2}-"
+_DEADLINE_ERROR = "deadline must be between 2000 and 2199 (its year as written)"
+
+
+def _deadline_text(v: object) -> object:
+    v = _rfc3339(v)
+    if isinstance(v, str) and re.match(r"^[0-9]{4}-", v) and not re.match(DEADLINE_PATTERN, v):
+        raise ValueError(_DEADLINE_ERROR)
     return v
 
 
@@ -322,8 +336,11 @@ class JobCreate(_In):
         default_factory=list, description="Acceptable GPU models (empty: any).")
     cpu_milli: Int = Field(default=1000, ge=0, le=10_000_000)
     memory_mib: Int = Field(default=1024, ge=0, le=1_000_000_000)
-    deadline: Annotated[dt.datetime, BeforeValidator(_rfc3339)] | None = Field(
-        default=None, strict=False, description="Latest acceptable completion time (RFC 3339)."
+    deadline: Annotated[
+        dt.datetime, BeforeValidator(_deadline_text),
+        WithJsonSchema({"type": "string", "format": "date-time", "pattern": DEADLINE_PATTERN}),
+    ] | None = Field(
+        default=None, strict=False, description="Latest acceptable completion time (RFC 3339; year 2000–2199)."
     )
     flexibility_hours: float = Field(
         default=0.0, ge=0, le=8760, description="How long the start may be deferred for a cheaper window."
@@ -361,8 +378,8 @@ class JobCreate(_In):
             return None
         if v.tzinfo is None:
             v = v.replace(tzinfo=dt.UTC)
-        if not dt.datetime(2000, 1, 1, tzinfo=dt.UTC) <= v <= dt.datetime(2200, 1, 1, tzinfo=dt.UTC):
-            raise ValueError("deadline must be between 2000 and 2200")
+        if not 2000 <= v.year <= 2199:
+            raise ValueError(_DEADLINE_ERROR)
         return v
 
     @property

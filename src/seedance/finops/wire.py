@@ -13,10 +13,13 @@ import datetime as dt
 from typing import Annotated, Any
 
 import numpy as np
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
 
 from seedance.core.numbers import Int
 from seedance.finops.ingest import ContainerKey, NodeWindow
+
+#: A string the store can keep: no NUL (PostgreSQL's text and JSONB refuse it); the schema states it.
+Text = Annotated[str, StringConstraints(pattern=r"^[^\x00]*$")]
 
 NAME = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
 MAX_CONTAINERS = 64
@@ -59,13 +62,13 @@ class ContainerWindow(BaseModel):
     """One container's sums over a node-window (seconds × cores / bytes / GPUs)."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
-    namespace: str = Field(min_length=1, max_length=253)
-    pod: str = Field(min_length=1, max_length=253)
-    container: str = Field(default="", max_length=253)
-    controller: str = Field(default="", max_length=253)
-    controller_kind: str = Field(default="", max_length=63)
-    labels: dict[str, str] = Field(default_factory=dict, max_length=32)
-    gpu_model: str = Field(default="", max_length=64)
+    namespace: Text = Field(min_length=1, max_length=253)
+    pod: Text = Field(min_length=1, max_length=253)
+    container: Text = Field(default="", max_length=253)
+    controller: Text = Field(default="", max_length=253)
+    controller_kind: Text = Field(default="", max_length=63)
+    labels: dict[Text, Text] = Field(default_factory=dict, max_length=32)
+    gpu_model: Text = Field(default="", max_length=64)
     first_seen: float = _T
     last_seen: float = _T
     run_s: float = _S
@@ -98,9 +101,9 @@ class HolderIn(BaseModel):
     """A container's share of a device."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
-    namespace: str = Field(max_length=253)
-    pod: str = Field(max_length=253)
-    container: str = Field(default="", max_length=253)
+    namespace: Text = Field(max_length=253)
+    pod: Text = Field(max_length=253)
+    container: Text = Field(default="", max_length=253)
     allocated: float = Field(ge=0, le=64, allow_inf_nan=False)
     used: float | None = Field(default=None, ge=0, le=64, allow_inf_nan=False)
 
@@ -110,10 +113,10 @@ class DeviceIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True)
     gpu: Int = Field(ge=-1, le=1024)
-    slice: str = Field(default="", max_length=16)
-    uuid: str = Field(max_length=253)
-    model: str = Field(default="unknown", max_length=64)
-    profile: str = Field(default="", max_length=32)
+    slice: Text = Field(default="", max_length=16)
+    uuid: Text = Field(max_length=253)
+    model: Text = Field(default="unknown", max_length=64)
+    profile: Text = Field(default="", max_length=32)
     fraction: float = Field(default=1.0, gt=0, le=1, allow_inf_nan=False)
     util_pct: float | None = Field(default=None, ge=0, le=100, allow_inf_nan=False)
     mem_used_mib: float | None = Field(default=None, ge=0, le=2**40, allow_inf_nan=False)
@@ -131,8 +134,8 @@ class TelemetryPost(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True)
     cluster: str = Field(default="default", pattern=NAME)
-    node: str = Field(min_length=1, max_length=253)
-    source: str = Field(default="live", max_length=63)
+    node: Text = Field(min_length=1, max_length=253)
+    source: Text = Field(default="live", max_length=63)
     window_s: float = Field(default=3600.0, ge=60, le=MAX_WINDOW_S, allow_inf_nan=False)
     windows: list[NodeWindowIn] = Field(default_factory=list, max_length=4)
     gpus: list[DeviceIn] | None = Field(default=None, max_length=128)
