@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-import re
 from enum import Enum, StrEnum
 from typing import Annotated, Any, Literal
 
@@ -104,17 +103,11 @@ def _rfc3339(v: object) -> object:
     return v
 
 
-#: A deadline's year as written: 2000–2199 (the schema's pattern says the same, so a schema-valid
-#: deadline is never refused; any UTC offset then stays far from the datetime range's ends).
+#: A deadline's year as written (the parsed value keeps its offset, so ``year`` is that year): 2000–2199.
+#: The schema's pattern says the same, so a schema-valid deadline is never refused; any UTC offset then
+#: stays far from the datetime range's ends.
 DEADLINE_PATTERN = r"^2[01][0-9]{2}-"
 _DEADLINE_ERROR = "deadline must be between 2000 and 2199 (its year as written)"
-
-
-def _deadline_text(v: object) -> object:
-    v = _rfc3339(v)
-    if isinstance(v, str) and re.match(r"^[0-9]{4}-", v) and not re.match(DEADLINE_PATTERN, v):
-        raise ValueError(_DEADLINE_ERROR)
-    return v
 
 
 ShortText = Annotated[str, StringConstraints(max_length=500), _NO_NUL, AfterValidator(_printable)]
@@ -337,7 +330,7 @@ class JobCreate(_In):
     cpu_milli: Int = Field(default=1000, ge=0, le=10_000_000)
     memory_mib: Int = Field(default=1024, ge=0, le=1_000_000_000)
     deadline: Annotated[
-        dt.datetime, BeforeValidator(_deadline_text),
+        dt.datetime, BeforeValidator(_rfc3339),
         WithJsonSchema({"type": "string", "format": "date-time", "pattern": DEADLINE_PATTERN}),
     ] | None = Field(
         default=None, strict=False, description="Latest acceptable completion time (RFC 3339; year 2000–2199)."

@@ -15,11 +15,12 @@ from typing import Annotated, Any
 import numpy as np
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
 
+from seedance.control.schemas import NO_NUL_PATTERN
 from seedance.core.numbers import Int
 from seedance.finops.ingest import ContainerKey, NodeWindow
 
 #: A string the store can keep: no NUL (PostgreSQL's text and JSONB refuse it); the schema states it.
-Text = Annotated[str, StringConstraints(pattern=r"^[^\x00]*$")]
+Text = Annotated[str, StringConstraints(pattern=NO_NUL_PATTERN)]
 
 NAME = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
 MAX_CONTAINERS = 64
