@@ -53,15 +53,19 @@ class Conn:
         self.w: asyncio.StreamWriter | None = None
 
     async def request(self, method: str, path: str, body: bytes | None = None) -> tuple[int, bytes]:
-        if self.w is None:
-            self.r, self.w = await asyncio.open_connection("127.0.0.1", self.port)
-        assert self.r is not None
         head = f"{method} {path} HTTP/1.1\r\nHost: bench\r\nAuthorization: Bearer {TOKEN}\r\n"
         if body is not None:
             head += f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
-        self.w.write(head.encode() + b"\r\n" + (body or b""))
-        await self.w.drain()
-        status_line = await self.r.readline()
+        fresh = self.w is None
+        status_line = await self._send(head.encode() + b"\r\n" + (body or b""))
+        if not status_line and not fresh:
+            # the server closed this connection while it was idle (its idle timeout): reconnect
+            # and send again, as HTTP/1.1 clients do; the closed connection never read the request
+            assert self.w is not None
+            self.w.close()
+            self.w = None
+            status_line = await self._send(head.encode() + b"\r\n" + (body or b""))
+        assert self.r is not None
         status = int(status_line.split()[1])
         length = 0
         while True:
@@ -73,6 +77,18 @@ class Conn:
                 length = int(v)
         data = await self.r.readexactly(length) if length else b""
         return status, data
+
+    async def _send(self, raw: bytes) -> bytes:
+        """Write one request (opening the connection if needed); the status line, empty if closed."""
+        if self.w is None:
+            self.r, self.w = await asyncio.open_connection("127.0.0.1", self.port)
+        assert self.r is not None
+        try:
+            self.w.write(raw)
+            await self.w.drain()
+            return await self.r.readline()
+        except ConnectionError:
+            return b""
 
 
 def job_body(i: int, prefix: str) -> bytes:
