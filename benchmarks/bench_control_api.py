@@ -56,15 +56,16 @@ class Conn:
         head = f"{method} {path} HTTP/1.1\r\nHost: bench\r\nAuthorization: Bearer {TOKEN}\r\n"
         if body is not None:
             head += f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+        raw = head.encode() + b"\r\n" + (body or b"")
         fresh = self.w is None
-        status_line = await self._send(head.encode() + b"\r\n" + (body or b""))
+        status_line = await self._send(raw)
         if not status_line and not fresh:
             # the server closed this connection while it was idle (its idle timeout): reconnect
             # and send again, as HTTP/1.1 clients do; the closed connection never read the request
             assert self.w is not None
             self.w.close()
             self.w = None
-            status_line = await self._send(head.encode() + b"\r\n" + (body or b""))
+            status_line = await self._send(raw)
         assert self.r is not None
         status = int(status_line.split()[1])
         length = 0
