@@ -123,6 +123,7 @@ class ClusterState:
         self._free_total: I64 = self._gpu_free.sum(axis=1).astype(np.int64)
         self._n_full: I32 = (self._gpu_free == MILLI_PER_GPU).sum(axis=1).astype(np.int32)
         self._max_free: I32 = self._gpu_free.max(axis=1).astype(np.int32)
+        self._gpu_level: I64 = gpu_level(self._n_full, self._max_free)
         self._class_counts: I32 = np.zeros((n, 2 + g), dtype=np.int32)
         self._schedulable: BoolA = np.ones(n, dtype=np.bool_)
         self._rank: I64 = np.arange(n, dtype=np.int64)
@@ -163,6 +164,9 @@ class ClusterState:
         self.gpu_free_total = _ro(self._free_total)
         self.n_full = _ro(self._n_full)
         self.max_free = _ro(self._max_free)
+        #: ``n_full * 1001 + max_free`` per node: one monotone key of whole-GPU and share fits
+        #: (:func:`gpu_level`)
+        self.gpu_level = _ro(self._gpu_level)
         self.class_counts = _ro(self._class_counts)
         self.schedulable = _ro(self._schedulable)
         self.rank = _ro(self._rank)
@@ -374,8 +378,9 @@ class ClusterState:
     def _touch(self, n: int) -> None:
         free = self._gpu_free[n].tolist()  # Python ints: a node's few GPUs cost less than array passes
         self._free_total[n] = sum(free)
-        self._n_full[n] = free.count(MILLI_PER_GPU)
-        self._max_free[n] = max(free)
+        self._n_full[n] = full = free.count(MILLI_PER_GPU)
+        self._max_free[n] = top = max(free)
+        self._gpu_level[n] = full * _LEVEL + top
         self._version[n] += 1
         self._shape_id[n] = self._intern(n, free)
         self._log_change(n)
@@ -494,3 +499,19 @@ def _ro(a: _A) -> _A:
     v = a.view()
     v.flags.writeable = False
     return v
+
+
+#: Steps of :func:`gpu_level` per idle GPU (one more than a GPU's milli).
+_LEVEL = MILLI_PER_GPU + 1
+
+
+def gpu_level(n_full: NDArray[np.integer[Any]], max_free: NDArray[np.integer[Any]]) -> I64:
+    """``n_full * 1001 + max_free``: a node has ``k`` idle GPUs exactly when its level is at least
+    ``1001 k``, and a GPU with ``m < 1000`` milli free exactly when its level is at least ``m`` (a
+    node with an idle GPU is above 1000), so both kinds of GPU fit are one lower bound on it."""
+    return n_full.astype(np.int64) * _LEVEL + max_free.astype(np.int64)
+
+
+def gpu_level_bound(num_gpu: int, gpu_milli: int, sharing: bool) -> int:
+    """The :func:`gpu_level` a node needs for a request of ``num_gpu`` GPUs (``gpu_milli`` each)."""
+    return gpu_milli if sharing else num_gpu * _LEVEL

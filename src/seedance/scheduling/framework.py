@@ -28,11 +28,12 @@ import numpy as np
 from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from seedance.core.cluster import ClusterState
+from seedance.core.cluster import ClusterState, gpu_level_bound
 from seedance.core.decision import Decision, Outcome, Placement
 from seedance.core.errors import InputError
 from seedance.core.registry import Registry
 from seedance.core.resources import MILLI_PER_GPU, ResourceRequest
+from seedance.scheduling.feasibility import FeasibilityTable, TableScorer, table_filters
 from seedance.scheduling.index import CandidateIndex
 from seedance.scheduling.tasktypes import TaskTypes
 
@@ -83,6 +84,16 @@ class FilterPlugin(ABC):
     #: model, labels). The candidate index re-asks a ``"cordon"`` filter only after a cordon change
     #: and a ``"never"`` filter never.
     changes_on: ClassVar[ChangesOn] = "resources"
+    #: Of a ``"resources"`` filter whose answer at a node is ``column[node] >= bound`` for every
+    #: column :meth:`bounds` names (a conjunction of lower bounds on these state columns): the
+    #: columns (attributes of ``ClusterState``). Then one feasibility table answers for every
+    #: request at once (``seedance.scheduling.feasibility``). Empty: no such form.
+    bound_columns: ClassVar[tuple[str, ...]] = ()
+
+    def bounds(self, req: ResourceRequest) -> dict[str, int]:
+        """The lower bound per column of :attr:`bound_columns` for ``req`` (a column left out is
+        not bounded); the filter passes a node exactly when every bound holds there."""
+        raise NotImplementedError(f"filter {self.name!r} gives no bounds")
 
     @abstractmethod
     def mask(self, view: ClusterState, req: ResourceRequest) -> BoolA:
@@ -132,6 +143,10 @@ class ResourcesFit(FilterPlugin):
 
     name = "NodeResourcesFit"
     indexable = True
+    bound_columns = ("cpu_free", "mem_free")
+
+    def bounds(self, req: ResourceRequest) -> dict[str, int]:
+        return {"cpu_free": req.cpu_milli, "mem_free": req.memory_mib}
 
     def reason(self, req: ResourceRequest) -> str:
         return "insufficient free CPU or memory"
@@ -186,6 +201,12 @@ class GpuFit(FilterPlugin):
 
     name = "GpuFit"
     indexable = True
+    bound_columns = ("gpu_level",)
+
+    def bounds(self, req: ResourceRequest) -> dict[str, int]:
+        if req.num_gpu == 0:
+            return {}
+        return {"gpu_level": gpu_level_bound(req.num_gpu, req.gpu_milli, req.is_sharing)}
 
     def reason(self, req: ResourceRequest) -> str:
         return f"no GPU with {req.gpu_milli} milli free" if req.is_sharing else f"fewer than {req.num_gpu} idle GPU(s)"
@@ -265,6 +286,13 @@ class PlacementPolicy(ABC):
         """With two or more feasible nodes in ``index``: the node :meth:`score` + select would
         choose, and its score (indexable policies only)."""
         raise NotImplementedError(f"placement policy {self.name!r} is not indexable")
+
+    def table_scorer(self, view: ClusterState) -> TableScorer | None:
+        """The policy's scores for many requests at once, for the scheduler's feasibility table
+        (``seedance.scheduling.feasibility``): only a policy whose scores are a pure function of
+        the request and the node (no epoch, no learned state) may give one. ``None``: each
+        candidate index scores its own request."""
+        return None
 
 
 class LocalScorePolicy(PlacementPolicy):
@@ -371,6 +399,9 @@ class Scheduler:
 
     #: Default of ``index_min_nodes``: the default trace's 1,213 nodes scan, its k = 4 scale-up indexes.
     INDEX_MIN_NODES: ClassVar[int] = 2048
+    #: Requests whose feasibility one shared table keeps (each bind updates all of them at once;
+    #: its cost per bind grows with their number). Later requests keep their own index.
+    TABLE_MAX: ClassVar[int] = 512
 
     def __init__(
         self,
@@ -389,6 +420,9 @@ class Scheduler:
         self._index_view: ClusterState | None = None
         self._indexes: dict[ResourceRequest, CandidateIndex] = {}
         self._by_id: dict[int, tuple[ResourceRequest, CandidateIndex]] = {}
+        #: one feasibility table for the indexes of up to ``TABLE_MAX`` requests (when the filters allow)
+        self._tabled = self.indexed and table_filters(self.filters)
+        self._table: FeasibilityTable | None = None
 
     def feasible(self, view: ClusterState, req: ResourceRequest) -> BoolA:
         """Mask of nodes that pass every filter."""
@@ -421,6 +455,7 @@ class Scheduler:
             self._index_view = view
             self._indexes = {}
             self._by_id = {}
+            self._table = None
         # drivers pass the same request objects again and again: find them by identity first (the
         # entry keeps the object alive, so its id is not reused) instead of hashing their fields
         hit = self._by_id.get(id(req))
@@ -428,7 +463,14 @@ class Scheduler:
             return hit[1]
         index = self._indexes.get(req)
         if index is None:
-            index = self._indexes[req] = CandidateIndex(view, req, self.filters)
+            table = self._table
+            if table is None and self._tabled:
+                table = self._table = FeasibilityTable(
+                    view, self.filters, scorer=self.policy.table_scorer(view), max_size=self.TABLE_MAX
+                )
+            if table is not None and table.size >= table.max_size:
+                table = None  # past the table's size: the request's own index (its cost is its own)
+            index = self._indexes[req] = CandidateIndex(view, req, self.filters, table)
         if len(self._by_id) >= 4 * len(self._indexes) + 1024:  # fresh objects per call (a server): stay bounded
             self._by_id = {}
         self._by_id[id(req)] = (req, index)

@@ -17,6 +17,10 @@ NOTE(seedance): what the index keeps, per (cluster state, request), and why it d
     scores depend on more than the node (a refreshed learned model) names an *epoch*; a new epoch
     rescores every feasible node.
   Cost per decision: the changed nodes plus ``n / BLOCK`` block entries, not the cluster's size.
+  With the scheduler's feasibility table (``seedance.scheduling.feasibility``: the default filters
+  are lower bounds on node columns), an index reads its feasible mask, counts and rejections from
+  the table's column for its request, which every change updates for all requests at once, and
+  keeps only its scores (or, for a policy that gives ``table_scorer``, reads those from the table too).
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from seedance.core.cluster import ClusterState
 from seedance.core.resources import ResourceRequest
 
 if TYPE_CHECKING:
+    from seedance.scheduling.feasibility import FeasibilityTable
     from seedance.scheduling.framework import FilterPlugin
 
 Nodes = NDArray[np.intp]
@@ -62,16 +67,34 @@ class CandidateIndex:
         "_bcount", "_bits", "_bmax", "_cordons", "_count", "_dyn", "_epoch", "_feas", "_filters", "_fixed",
         "_fixed_idx", "_fn", "_n", "_node_at", "_oks", "_pending", "_pending_all", "_pending_few", "_pending_size",
         "_one", "_pos", "_pos_of", "_rank_epoch", "_req", "_rows", "_stamp", "_vals", "_view",
-        "_dyn_fns", "_dyn_rows", "_feas_mv", "_fixed_mv", "_mv",
+        "_dyn_fns", "_dyn_rows", "_feas_mv", "_fixed_mv", "_mv", "_col", "_spos", "_table",
     )
 
-    def __init__(self, view: ClusterState, req: ResourceRequest, filters: Sequence[FilterPlugin]) -> None:
+    def __init__(
+        self, view: ClusterState, req: ResourceRequest, filters: Sequence[FilterPlugin],
+        table: FeasibilityTable | None = None,
+    ) -> None:
         n = view.n_nodes
         nb = max(1, -(-n // BLOCK))
         self._view = view
         self._req = req
         self._filters = tuple(filters)
         self._n = n
+        self._table = table
+        self._vals: Scores = np.full(nb * BLOCK, _MIN, dtype=np.int64)
+        self._bmax: Scores = np.full(nb, _MIN, dtype=np.int64)
+        self._fn: ScoreFn | None = None
+        self._one: OneFn | None = None
+        self._epoch: object = None
+        self._pending_all = True
+        self._rank_epoch = -1
+        self._stamp: NDArray[np.int32] = np.zeros(n, dtype=np.int32)  # scratch of _distinct
+        if table is not None:  # feasibility from the shared table; only the scores are this index's own
+            self._col = table.add(req)
+            self._spos = view.change_count
+            self._count = int(table.count[self._col])
+            self._set_rank()
+            return
         nf = len(self._filters)
         # the bits, the feasible mask and the fixed filters' AND live in byte buffers: arrays for the
         # array passes, memoryviews for the node-by-node refresh (a memoryview item costs a fraction
@@ -85,21 +108,13 @@ class CandidateIndex:
         self._feas_mv = mv[nf * n : nf * n + nb * BLOCK]
         self._fixed_mv = mv[nf * n + nb * BLOCK :]
         self._bcount: NDArray[np.int64] = np.zeros(nb, dtype=np.int64)
-        self._vals: Scores = np.full(nb * BLOCK, _MIN, dtype=np.int64)
-        self._bmax: Scores = np.full(nb, _MIN, dtype=np.int64)
-        self._fn: ScoreFn | None = None
-        self._one: OneFn | None = None
-        self._epoch: object = None
         self._pending: list[Nodes] = []
         self._pending_few: list[int] = []  # nodes of node-by-node refreshes since the last scoring
         self._pending_size = 0
-        self._pending_all = True
         self._count = 0
         self._pos = view.change_count
-        self._rank_epoch = -1
         self._pos_of: NDArray[np.int64] = np.zeros(n, dtype=np.int64)
         self._node_at: NDArray[np.int64] = np.zeros(n, dtype=np.int64)
-        self._stamp: NDArray[np.int32] = np.zeros(n, dtype=np.int32)  # scratch of _distinct
         # filters whose answers change with a node's resources (re-asked for every changed node),
         # and the others (cordon-only or fixed), whose bits are ANDed into ``_fixed`` and re-asked
         # only after a cordon change
@@ -125,6 +140,11 @@ class CandidateIndex:
         view = self._view
         if self._rank_epoch != view.rank_epoch:
             self._set_rank()
+        table = self._table
+        if table is not None:
+            table.catch_up()
+            self._count = c = table.count.item(self._col)
+            return c
         end = view.change_count
         if self._pos < end:
             log = view.change_log(self._pos)
@@ -146,6 +166,13 @@ class CandidateIndex:
 
     def nth_feasible(self, j: int) -> int:
         """The ``j``-th feasible node in node order (``0 <= j < count``)."""
+        table = self._table
+        if table is not None:
+            cs = table.bcount[:, self._col].cumsum()
+            b = int(cs.searchsorted(j, side="right"))
+            before = cs.item(b - 1) if b else 0
+            lo = b * BLOCK
+            return lo + int(table.feas[lo : lo + BLOCK, self._col].nonzero()[0][j - before])
         cs = self._bcount.cumsum()  # array methods: no dispatch through numpy's function wrappers
         b = int(cs.searchsorted(j, side="right"))
         before = cs.item(b - 1) if b else 0
@@ -154,6 +181,8 @@ class CandidateIndex:
 
     def feasible_nodes(self) -> Nodes:
         """Every feasible node, in node order."""
+        if self._table is not None:
+            return np.flatnonzero(self._table.feas[: self._n, self._col])
         return np.flatnonzero(self._feas[: self._n])
 
     def best(
@@ -171,6 +200,8 @@ class CandidateIndex:
         if epoch != self._epoch:
             self._epoch = epoch
             self._pending_all = True
+        if self._table is not None:
+            return self._table.best(self._col) if self._table.scored else self._best_table()
         if self._pending_all:
             todo: Nodes = np.arange(self._n, dtype=np.intp)
         elif self._pending:
@@ -183,7 +214,7 @@ class CandidateIndex:
             if len(nodes) <= _FEW:
                 self._pending_few = []
                 self._pending_size = 0
-                return self._best_few(nodes)
+                return self._best_few(nodes, self._feas_mv)
             todo = np.array(nodes, dtype=np.intp)
         else:
             todo = np.zeros(0, dtype=np.intp)
@@ -191,8 +222,38 @@ class CandidateIndex:
         self._pending_few = []
         self._pending_size = 0
         self._pending_all = False
+        return self._rescore(todo, self._feas)
+
+    def _best_table(self) -> tuple[int, int]:
+        """:meth:`best` with feasibility from the table: rescore the nodes changed since the
+        last scoring (every node after a new epoch or rank)."""
+        assert self._table is not None
+        view = self._view
+        end = view.change_count
+        feas = self._table.feas[:, self._col]
+        if self._pending_all:
+            self._pending_all = False
+            self._spos = end
+            return self._rescore(np.arange(self._n, dtype=np.intp), feas)
+        log = view.change_log(self._spos)
+        self._spos = end
+        if log.size <= _SHORT_LOG:
+            nodes = log.tolist()
+            if len(nodes) > 1:
+                nodes = sorted(set(nodes))
+            if len(nodes) <= _FEW:
+                return self._best_few(nodes, feas)
+            return self._rescore(np.array(nodes, dtype=np.intp), feas)
+        if 4 * log.size >= self._n:
+            return self._rescore(np.arange(self._n, dtype=np.intp), feas)
+        return self._rescore(self._distinct(log), feas)
+
+    def _rescore(self, todo: Nodes, feas_of: NDArray[np.bool_]) -> tuple[int, int]:
+        """Rescore the distinct nodes ``todo`` (their feasibility read from ``feas_of``) and
+        return the best node and its score."""
+        assert self._fn is not None
         if todo.size:
-            ok = self._feas[todo]
+            ok = feas_of[todo]
             feas = todo[ok]
             pos = self._pos_of[todo]
             vals = self._vals
@@ -217,11 +278,12 @@ class CandidateIndex:
         p = lo + int(self._vals[lo : lo + BLOCK].argmax())
         return int(self._node_at[p]), int(self._vals[p])
 
-    def _best_few(self, nodes: list[int]) -> tuple[int, int]:
+    def _best_few(self, nodes: list[int], feas: memoryview | NDArray[np.bool_]) -> tuple[int, int]:
         """:meth:`best` after a few distinct changed ``nodes``, with Python scalars: the same
         scores (one call of the score function on the feasible ones, in node order) and the same
-        block maxima, a block's maximum recomputed only where its old maximum was lowered."""
-        feas, pos_of, vals, bmax = self._feas_mv, self._pos_of, self._vals, self._bmax
+        block maxima, a block's maximum recomputed only where its old maximum was lowered
+        (``feas``: the feasible mask, indexed by node)."""
+        pos_of, vals, bmax = self._pos_of, self._vals, self._bmax
         one = self._one
         if one is None:
             ok = [n for n in nodes if feas[n]]
@@ -255,6 +317,8 @@ class CandidateIndex:
         """How many nodes each filter rejects on its own (the scan's ``Scheduler.rejections``)."""
         # counted here, from the per-filter bits, not kept per refresh: only a request that fits
         # nowhere asks (one pass over the bits instead of two counts per filter and refresh)
+        if self._table is not None:
+            return self._table.rejections(self._col)
         passes = [int(np.count_nonzero(row)) for row in self._bits]  # (row by row: a fifth of ``axis=1``'s cost)
         return {f.name: self._n - c for f, c in zip(self._filters, passes, strict=True)}
 

@@ -1,0 +1,348 @@
+"""One feasibility table for all requests of a state: every bind updates every request at once.
+
+NOTE(seedance): why a table beside the per-request candidate indexes.
+  A candidate index (``seedance.scheduling.index``) re-asks the filters, per request, at the
+  nodes changed since that request was last decided. With many distinct requests every changed
+  node is re-asked once per request, each time through a dozen small array passes whose cost is
+  numpy's fixed cost per call, not the nodes'. When every resource filter is a conjunction of
+  lower bounds on node columns (``FilterPlugin.bound_columns``: free CPU and memory, the largest
+  free GPU share, the idle GPUs), a changed node's answer for *every* request is a few comparisons
+  of its column values against one row of bounds per column: one pass over the requests per
+  changed node, shared by all of them. The table keeps, per (node, request):
+    * per resource filter its bit, and per (filter, request) how many nodes pass it (the
+      rejection counts of a request that fits nowhere);
+    * the AND of the other filters (cordon-only or fixed; recomputed after a cordon change);
+    * the feasible bit, and per request its count and its count per block of ``BLOCK`` nodes.
+  Rows are nodes and columns requests, so a node's update reads and writes contiguous rows.
+  ``catch_up`` brings the table to the state's change log (one pass per changed node, or one
+  2-D pass over the changed nodes when there are many); the answers are the filters' own, bit for
+  bit (``tests/scheduling/test_feasibility.py`` compares them with the filters' masks).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol, TypeVar
+
+import numpy as np
+from numpy.typing import NDArray
+
+from seedance.core.cluster import ClusterState
+from seedance.core.resources import ResourceRequest
+
+if TYPE_CHECKING:
+    from seedance.scheduling.framework import FilterPlugin
+
+#: Nodes per block of the per-request block counts (the candidate index's block size).
+BLOCK = 64
+#: A bound no column value reaches (the column of an unused request slot: never passes).
+_NEVER = np.iinfo(np.int64).max
+_ALWAYS = np.iinfo(np.int64).min
+#: Up to this many distinct changed nodes, a catch-up updates node by node (one row per node);
+#: more are updated in one 2-D pass.
+_FEW = 16
+
+
+_MIN = np.iinfo(np.int64).min
+_G = TypeVar("_G", bound=np.generic)
+#: Bytes the table may hold (its size in requests is capped by it: about 12 bytes per node and request).
+TABLE_BYTES = 1 << 28
+
+
+class TableScorer(Protocol):
+    """A policy's node-local score for every request of a table at once (``PlacementPolicy.table_scorer``).
+
+    The scores must be the policy's own ``node_score_fn`` integers bit for bit (the same IEEE-754
+    operations elementwise), and depend only on the request's parameters and the node's data.
+    """
+
+    def params(self, req: ResourceRequest) -> tuple[int, ...]:
+        """The request's parameters, one integer per row of the table's parameter matrix."""
+
+    def score_row(self, node: int, params: NDArray[np.int64]) -> NDArray[np.int64]:
+        """Scores of ``node`` for every column of ``params`` (shape ``(k, requests)``)."""
+
+    def score_grid(self, nodes: NDArray[np.intp], params: NDArray[np.int64]) -> NDArray[np.int64]:
+        """Scores of ``nodes`` x columns of ``params``: shape ``(len(nodes), requests)``."""
+
+    def forget(self) -> None:
+        """``params`` changed (a request added, the table grown): drop anything derived from it."""
+
+
+def table_filters(filters: Sequence[FilterPlugin]) -> bool:
+    """Whether a table can answer for ``filters``: every resource filter gives lower bounds."""
+    return all(f.indexable for f in filters) and all(
+        f.changes_on != "resources" or f.bound_columns for f in filters
+    )
+
+
+class FeasibilityTable:
+    """Which nodes pass the filters, for every request added, on one state (see module notes).
+
+    Args:
+        view: The cluster state.
+        filters: Indexable filter plugins; :func:`table_filters` must hold.
+        capacity: Request slots allocated at first (doubled when full).
+        scorer: The policy's scores for every request at once, kept per (rank position, request)
+            with their maxima per block of positions (``None``: each index scores its own).
+    """
+
+    __slots__ = (
+        "_bextra", "_bits", "_bmain", "_cordons", "_dpasses", "_dyn", "_extra", "_filters", "_fixed_idx", "_main",
+        "_n", "_names", "_nb", "_ok", "_vextra", "_vmain", "_x",
+        "_pos", "_reqs", "_stamp", "_view", "bcount", "count", "feas", "fixed", "passes", "size",
+        "_node_at", "_params", "_pos_of", "_rank_epoch", "_scorer", "bmax", "max_size", "vals",
+    )
+
+    def __init__(
+        self, view: ClusterState, filters: Sequence[FilterPlugin], capacity: int = 64,
+        scorer: TableScorer | None = None, max_size: int = 512,
+    ) -> None:
+        if not table_filters(filters):
+            raise ValueError("a feasibility table needs indexable filters whose resource filters give bounds")
+        self._view = view
+        self._filters = tuple(filters)
+        self._n = n = view.n_nodes
+        self._nb = -(-n // BLOCK)
+        self._dyn = tuple(i for i, f in enumerate(self._filters) if f.changes_on == "resources")
+        self._fixed_idx = tuple(i for i in range(len(self._filters)) if i not in self._dyn)
+        # every resource filter's first column is compared in one pass for all filters (row k of
+        # ``_ok``); further columns in a second pass, ANDed into their filter's row
+        names = [self._filters[i].bound_columns for i in self._dyn]
+        self._main = tuple(getattr(view, cols[0]) for cols in names)
+        self._extra = tuple((k, getattr(view, c)) for k, cols in enumerate(names) for c in cols[1:])
+        self._names = tuple(names)
+        self._reqs: list[ResourceRequest] = []
+        self.size = 0
+        self._pos = view.change_count
+        self._cordons = view.cordon_count
+        self._stamp = np.zeros(n, dtype=np.int32)
+        cap = max(1, capacity)
+        nd, ne = len(self._main), len(self._extra)
+        self._bmain: NDArray[np.int64] = np.full((nd, cap), _NEVER, dtype=np.int64)
+        self._bextra: NDArray[np.int64] = np.full((ne, cap), _NEVER, dtype=np.int64)
+        self._vmain: NDArray[np.int64] = np.zeros((nd, 1), dtype=np.int64)
+        self._vextra: NDArray[np.int64] = np.zeros((ne, 1), dtype=np.int64)
+        self._ok: NDArray[np.bool_] = np.zeros((nd, cap), dtype=np.bool_)
+        self._x: NDArray[np.bool_] = np.zeros((ne, cap), dtype=np.bool_)
+        self._bits: NDArray[np.bool_] = np.zeros((n, nd, cap), dtype=np.bool_)  # per node, per resource filter
+        self._dpasses: NDArray[np.int64] = np.zeros((nd, cap), dtype=np.int64)
+        self.fixed: NDArray[np.bool_] = np.zeros((n, cap), dtype=np.bool_)
+        self.feas: NDArray[np.bool_] = np.zeros((self._nb * BLOCK, cap), dtype=np.bool_)
+        self.bcount: NDArray[np.int64] = np.zeros((self._nb, cap), dtype=np.int64)  # per block, per request
+        self.count: NDArray[np.int64] = np.zeros(cap, dtype=np.int64)
+        self.passes: NDArray[np.int64] = np.zeros((len(self._filters), cap), dtype=np.int64)  # fixed filters
+        self._scorer = scorer
+        per_request = self._nb * BLOCK * (nd + 2 + (8 if scorer is not None else 0))
+        #: requests the table takes at most (``TABLE_BYTES`` and ``max_size``)
+        self.max_size = max(1, min(max_size, TABLE_BYTES // per_request))
+        self._rank_epoch = view.rank_epoch
+        self._pos_of: NDArray[np.int64] = view.rank.astype(np.int64, copy=True)
+        self._node_at: NDArray[np.int64] = np.argsort(self._pos_of).astype(np.int64)
+        if scorer is not None:
+            k = len(scorer.params(ResourceRequest(cpu_milli=0, memory_mib=0)))
+            self._params: NDArray[np.int64] = np.zeros((k, cap), dtype=np.int64)
+            self.vals: NDArray[np.int64] = np.full((self._nb * BLOCK, cap), _MIN, dtype=np.int64)
+            self.bmax: NDArray[np.int64] = np.full((self._nb, cap), _MIN, dtype=np.int64)
+
+    @property
+    def scored(self) -> bool:
+        """Whether the table keeps the policy's scores (then :meth:`best` answers)."""
+        return self._scorer is not None
+
+    def best(self, r: int) -> tuple[int, int]:
+        """The feasible node with the highest score for column ``r`` (ties: lowest rank) and its score."""
+        b = int(self.bmax[:, r].argmax())
+        lo = b * BLOCK
+        p = lo + int(self.vals[lo : lo + BLOCK, r].argmax())
+        return int(self._node_at[p]), int(self.vals[p, r])
+
+    @property
+    def filters(self) -> tuple[FilterPlugin, ...]:
+        """The filters the table answers for."""
+        return self._filters
+
+    # ------------------------------------------------------------------ requests
+    def add(self, req: ResourceRequest) -> int:
+        """Add ``req`` (current as of the state now); returns its column."""
+        self.catch_up()
+        r = self.size
+        if r == self.count.size:
+            self._grow()
+        self.size += 1
+        self._reqs.append(req)
+        self._fill(r, req)
+        return r
+
+    def rejections(self, r: int) -> dict[str, int]:
+        """How many nodes each filter rejects on its own, for the request in column ``r``."""
+        passes = {i: self._dpasses.item(k, r) for k, i in enumerate(self._dyn)}
+        return {
+            f.name: self._n - (passes[i] if i in passes else self.passes.item(i, r))
+            for i, f in enumerate(self._filters)
+        }
+
+    # ------------------------------------------------------------------ updates
+    def catch_up(self) -> None:
+        """Bring every request's answers up to date with the state's change log."""
+        view = self._view
+        end = view.change_count
+        if self._pos == end and view.cordon_count == self._cordons and view.rank_epoch == self._rank_epoch:
+            return
+        log = view.change_log(self._pos)
+        self._pos = end
+        if view.cordon_count != self._cordons or view.rank_epoch != self._rank_epoch:
+            # rare: a cordon (every request's fixed filters) or new ranks (every score's position)
+            self._cordons = view.cordon_count
+            self._rank_epoch = view.rank_epoch
+            self._pos_of = view.rank.astype(np.int64, copy=True)
+            self._node_at = np.argsort(self._pos_of).astype(np.int64)
+            for r, req in enumerate(self._reqs):
+                self._fill(r, req)
+            return
+        if log.size <= 2 * _FEW:
+            nodes = sorted(set(log.tolist()))
+            if len(nodes) <= _FEW:
+                for n in nodes:
+                    self._touch(n)
+                return
+            dirty = np.array(nodes, dtype=np.intp)
+        else:
+            dirty = self._distinct(log)
+        self._touch_many(dirty)
+
+    def _touch(self, n: int) -> None:
+        """Every request's answers at node ``n``: one comparison of its column values against the
+        bounds of every request, a handful of passes over the requests in all."""
+        vm, ok = self._vmain, self._ok
+        for k, col in enumerate(self._main):
+            vm[k, 0] = col.item(n)
+        np.less_equal(self._bmain, vm, out=ok)
+        if self._extra:
+            ve, x = self._vextra, self._x
+            for e, (_, col) in enumerate(self._extra):
+                ve[e, 0] = col.item(n)
+            np.less_equal(self._bextra, ve, out=x)
+            for e, (k, _) in enumerate(self._extra):
+                row_k = ok[k]
+                row_k &= x[e]
+        bits = self._bits[n]
+        dp = self._dpasses
+        dp += ok
+        dp -= bits
+        bits[...] = ok
+        feas_new = self.fixed[n] & ok[0]
+        for k in range(1, ok.shape[0]):
+            feas_new &= ok[k]
+        row = self.feas[n]
+        # +1 where the node became feasible for a request, -1 where it stopped
+        delta = np.subtract(feas_new, row, dtype=np.int8)
+        self.bcount[n // BLOCK] += delta
+        self.count += delta
+        row[:] = feas_new
+        if self._scorer is not None:
+            new = np.where(feas_new, self._scorer.score_row(n, self._params), _MIN)
+            p = self._pos_of.item(n)
+            b = p // BLOCK
+            vrow, bm = self.vals[p], self.bmax[b]
+            fell = new < vrow
+            if fell.any():  # where the block's maximum was here and falls: recomputed from the block
+                fell &= vrow == bm
+                vrow[:] = new
+                np.maximum(bm, new, out=bm)
+                if fell.any():
+                    cols = fell.nonzero()[0]
+                    bm[cols] = self.vals[b * BLOCK : (b + 1) * BLOCK, cols].max(axis=0)
+            else:
+                vrow[:] = new
+                np.maximum(bm, new, out=bm)
+
+    def _touch_many(self, dirty: NDArray[np.intp]) -> None:
+        """:meth:`_touch` of the distinct nodes ``dirty`` in one 2-D pass (nodes x requests)."""
+        ok = self._grid(dirty)
+        old = self._bits[dirty]
+        self._dpasses += ok.sum(axis=0) - old.sum(axis=0)
+        self._bits[dirty] = ok
+        feas_new = self.fixed[dirty] & ok.all(axis=1)
+        delta = feas_new.astype(np.int64)
+        delta -= self.feas[dirty]
+        np.add.at(self.bcount, dirty // BLOCK, delta)  # (a block named twice adds twice)
+        self.count += delta.sum(axis=0)
+        self.feas[dirty] = feas_new
+        if self._scorer is not None:
+            pos = self._pos_of[dirty]
+            self.vals[pos] = np.where(feas_new, self._scorer.score_grid(dirty, self._params), _MIN)
+            blocks = np.unique(pos // BLOCK)
+            self.bmax[blocks] = self.vals.reshape(self._nb, BLOCK, -1)[blocks].max(axis=1)
+
+    def _grid(self, nodes: NDArray[np.intp]) -> NDArray[np.bool_]:
+        """Every resource filter's answer at ``nodes`` for every request: ``(nodes, filters, requests)``."""
+        ok = self._bmain[None, :, :] <= np.stack([col[nodes] for col in self._main], axis=1)[:, :, None]
+        for e, (k, col) in enumerate(self._extra):
+            ok[:, k, :] &= self._bextra[e][None, :] <= col[nodes][:, None]
+        return ok
+
+    def _column(self, nodes: NDArray[np.intp], r: int) -> NDArray[np.bool_]:
+        """:meth:`_grid` of request ``r`` only: ``(nodes, filters)``."""
+        ok = np.stack([col[nodes] >= self._bmain.item(k, r) for k, col in enumerate(self._main)], axis=1)
+        for e, (k, col) in enumerate(self._extra):
+            ok[:, k] &= col[nodes] >= self._bextra.item(e, r)
+        return ok
+
+    def _fill(self, r: int, req: ResourceRequest) -> None:
+        """Column ``r`` computed from scratch for ``req`` over every node."""
+        view, n = self._view, self._n
+        every = np.arange(n, dtype=np.intp)
+        fixed = np.ones(n, dtype=np.bool_)
+        for i in self._fixed_idx:
+            m = np.asarray(self._filters[i].mask_of(view, req, every), dtype=np.bool_)
+            self.passes[i, r] = int(np.count_nonzero(m))
+            fixed &= m
+        self.fixed[:, r] = fixed
+        e = 0
+        for k, i in enumerate(self._dyn):
+            bounds = self._filters[i].bounds(req)
+            cols = self._names[k]
+            unknown = set(bounds) - set(cols)
+            if unknown:
+                raise ValueError(f"filter {self._filters[i].name} bounds unknown columns {sorted(unknown)}")
+            self._bmain[k, r] = bounds.get(cols[0], _ALWAYS)
+            for c in cols[1:]:
+                self._bextra[e, r] = bounds.get(c, _ALWAYS)
+                e += 1
+        ok = self._column(every, r)
+        self._bits[:, :, r] = ok
+        self._dpasses[:, r] = ok.sum(axis=0)
+        feas = fixed & ok.all(axis=1)
+        self.feas[:n, r] = feas
+        self.bcount[:, r] = self.feas[:, r].reshape(-1, BLOCK).sum(axis=1)
+        self.count[r] = int(np.count_nonzero(feas))
+        if self._scorer is not None:
+            self._scorer.forget()
+            self._params[:, r] = self._scorer.params(req)
+            scores = self._scorer.score_grid(every, self._params[:, r : r + 1])[:, 0]
+            self.vals[self._pos_of, r] = np.where(feas, scores, _MIN)
+            self.bmax[:, r] = self.vals[:, r].reshape(-1, BLOCK).max(axis=1)
+
+    def _grow(self) -> None:
+        cap = 2 * self.count.size
+
+        def wider(a: NDArray[_G], fill: object) -> NDArray[_G]:
+            return np.concatenate([a, np.full_like(a, fill)], axis=-1)
+
+        self._bmain, self._bextra = wider(self._bmain, _NEVER), wider(self._bextra, _NEVER)
+        self._ok, self._x = wider(self._ok, False), wider(self._x, False)
+        self._bits, self._dpasses = wider(self._bits, False), wider(self._dpasses, 0)
+        self.fixed, self.feas = wider(self.fixed, False), wider(self.feas, False)
+        self.bcount, self.count, self.passes = wider(self.bcount, 0), wider(self.count, 0), wider(self.passes, 0)
+        assert self.count.size == cap
+        if self._scorer is not None:
+            self._params, self.vals, self.bmax = wider(self._params, 0), wider(self.vals, _MIN), wider(self.bmax, _MIN)
+            self._scorer.forget()
+
+    def _distinct(self, nodes: NDArray[np.int64]) -> NDArray[np.intp]:
+        """The distinct ``nodes``, sorted, in linear passes (see ``CandidateIndex._distinct``)."""
+        at = np.arange(nodes.size, dtype=np.int32)
+        stamp = self._stamp
+        stamp[nodes] = at
+        return np.sort(nodes[stamp[nodes] == at]).astype(np.intp, copy=False)
