@@ -107,7 +107,7 @@ def test_requests_past_the_table_size_keep_their_own_index_and_decide_alike() ->
             for s in states:
                 s.apply(a.placement)
     table = scheds[0]._table
-    assert table is not None and table.size == 2 and table.scored
+    assert table is not None and table.size == 2
     tabled = [ix for ix in scheds[0]._indexes.values() if ix._table is not None]
     assert len(tabled) == 2 and len(scheds[0]._indexes) == len(REQS)
 
@@ -126,3 +126,28 @@ def test_a_filter_without_bounds_takes_the_per_request_index() -> None:
     state = _state(BLOCK)
     assert sched.decide(state, REQS[0]).placement is not None
     assert sched._table is None
+
+
+def test_switching_between_the_table_and_own_indexes_keeps_every_decision() -> None:
+    """Windows of 8 decisions; binds and releases push the change rate over and under the bounds."""
+    states = [_state(2 * BLOCK + 5), _state(2 * BLOCK + 5)]
+    sched = Scheduler(make_policy("best-fit"), index_min_nodes=0)
+    sched.TABLE_WINDOW, sched.TABLE_ON, sched.TABLE_OFF = 8, 1.0, 1.2  # type: ignore[misc]
+    scan = Scheduler(make_policy("best-fit"))
+    live: list[Placement] = []
+    modes = set()
+    for i in range(400):
+        req = REQS[i % len(REQS)]
+        a = sched.decide(states[0], req)
+        b = scan.decide_scored(states[1], req)[0]
+        assert a == b
+        modes.add(sched._table_on)
+        if a.placement is not None:
+            for s in states:
+                s.apply(a.placement)
+            live.append(a.placement)
+        if (i // 40) % 2 and live:  # every other stretch of 40 decisions also releases: > 1 change each
+            p = live.pop(0)
+            for s in states:
+                s.release(p)
+    assert modes == {True, False}

@@ -22,7 +22,7 @@ NOTE(seedance): why a table beside the per-request candidate indexes.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -43,30 +43,9 @@ _ALWAYS = np.iinfo(np.int64).min
 _FEW = 16
 
 
-_MIN = np.iinfo(np.int64).min
 _G = TypeVar("_G", bound=np.generic)
 #: Bytes the table may hold (its size in requests is capped by it: about 12 bytes per node and request).
 TABLE_BYTES = 1 << 28
-
-
-class TableScorer(Protocol):
-    """A policy's node-local score for every request of a table at once (``PlacementPolicy.table_scorer``).
-
-    The scores must be the policy's own ``node_score_fn`` integers bit for bit (the same IEEE-754
-    operations elementwise), and depend only on the request's parameters and the node's data.
-    """
-
-    def params(self, req: ResourceRequest) -> tuple[int, ...]:
-        """The request's parameters, one integer per row of the table's parameter matrix."""
-
-    def score_row(self, node: int, params: NDArray[np.int64]) -> NDArray[np.int64]:
-        """Scores of ``node`` for every column of ``params`` (shape ``(k, requests)``)."""
-
-    def score_grid(self, nodes: NDArray[np.intp], params: NDArray[np.int64]) -> NDArray[np.int64]:
-        """Scores of ``nodes`` x columns of ``params``: shape ``(len(nodes), requests)``."""
-
-    def forget(self) -> None:
-        """``params`` changed (a request added, the table grown): drop anything derived from it."""
 
 
 def table_filters(filters: Sequence[FilterPlugin]) -> bool:
@@ -83,20 +62,19 @@ class FeasibilityTable:
         view: The cluster state.
         filters: Indexable filter plugins; :func:`table_filters` must hold.
         capacity: Request slots allocated at first (doubled when full).
-        scorer: The policy's scores for every request at once, kept per (rank position, request)
-            with their maxima per block of positions (``None``: each index scores its own).
+        max_size: Requests the table takes at most (also capped by ``TABLE_BYTES``).
     """
 
     __slots__ = (
         "_bextra", "_bits", "_bmain", "_cordons", "_dpasses", "_dyn", "_extra", "_filters", "_fixed_idx", "_main",
         "_n", "_names", "_nb", "_ok", "_vextra", "_vmain", "_x",
         "_pos", "_reqs", "_stamp", "_view", "bcount", "count", "feas", "fixed", "passes", "size",
-        "_node_at", "_params", "_pos_of", "_rank_epoch", "_scorer", "bmax", "max_size", "vals",
+        "max_size",
     )
 
     def __init__(
         self, view: ClusterState, filters: Sequence[FilterPlugin], capacity: int = 64,
-        scorer: TableScorer | None = None, max_size: int = 512,
+        max_size: int = 512,
     ) -> None:
         if not table_filters(filters):
             raise ValueError("a feasibility table needs indexable filters whose resource filters give bounds")
@@ -132,30 +110,8 @@ class FeasibilityTable:
         self.bcount: NDArray[np.int64] = np.zeros((self._nb, cap), dtype=np.int64)  # per block, per request
         self.count: NDArray[np.int64] = np.zeros(cap, dtype=np.int64)
         self.passes: NDArray[np.int64] = np.zeros((len(self._filters), cap), dtype=np.int64)  # fixed filters
-        self._scorer = scorer
-        per_request = self._nb * BLOCK * (nd + 2 + (8 if scorer is not None else 0))
         #: requests the table takes at most (``TABLE_BYTES`` and ``max_size``)
-        self.max_size = max(1, min(max_size, TABLE_BYTES // per_request))
-        self._rank_epoch = view.rank_epoch
-        self._pos_of: NDArray[np.int64] = view.rank.astype(np.int64, copy=True)
-        self._node_at: NDArray[np.int64] = np.argsort(self._pos_of).astype(np.int64)
-        if scorer is not None:
-            k = len(scorer.params(ResourceRequest(cpu_milli=0, memory_mib=0)))
-            self._params: NDArray[np.int64] = np.zeros((k, cap), dtype=np.int64)
-            self.vals: NDArray[np.int64] = np.full((self._nb * BLOCK, cap), _MIN, dtype=np.int64)
-            self.bmax: NDArray[np.int64] = np.full((self._nb, cap), _MIN, dtype=np.int64)
-
-    @property
-    def scored(self) -> bool:
-        """Whether the table keeps the policy's scores (then :meth:`best` answers)."""
-        return self._scorer is not None
-
-    def best(self, r: int) -> tuple[int, int]:
-        """The feasible node with the highest score for column ``r`` (ties: lowest rank) and its score."""
-        b = int(self.bmax[:, r].argmax())
-        lo = b * BLOCK
-        p = lo + int(self.vals[lo : lo + BLOCK, r].argmax())
-        return int(self._node_at[p]), int(self.vals[p, r])
+        self.max_size = max(1, min(max_size, TABLE_BYTES // (self._nb * BLOCK * (nd + 2))))
 
     @property
     def filters(self) -> tuple[FilterPlugin, ...]:
@@ -187,16 +143,12 @@ class FeasibilityTable:
         """Bring every request's answers up to date with the state's change log."""
         view = self._view
         end = view.change_count
-        if self._pos == end and view.cordon_count == self._cordons and view.rank_epoch == self._rank_epoch:
+        if self._pos == end and view.cordon_count == self._cordons:
             return
         log = view.change_log(self._pos)
         self._pos = end
-        if view.cordon_count != self._cordons or view.rank_epoch != self._rank_epoch:
-            # rare: a cordon (every request's fixed filters) or new ranks (every score's position)
+        if view.cordon_count != self._cordons:  # rare: every request's fixed filters again
             self._cordons = view.cordon_count
-            self._rank_epoch = view.rank_epoch
-            self._pos_of = view.rank.astype(np.int64, copy=True)
-            self._node_at = np.argsort(self._pos_of).astype(np.int64)
             for r, req in enumerate(self._reqs):
                 self._fill(r, req)
             return
@@ -240,22 +192,6 @@ class FeasibilityTable:
         self.bcount[n // BLOCK] += delta
         self.count += delta
         row[:] = feas_new
-        if self._scorer is not None:
-            new = np.where(feas_new, self._scorer.score_row(n, self._params), _MIN)
-            p = self._pos_of.item(n)
-            b = p // BLOCK
-            vrow, bm = self.vals[p], self.bmax[b]
-            fell = new < vrow
-            if fell.any():  # where the block's maximum was here and falls: recomputed from the block
-                fell &= vrow == bm
-                vrow[:] = new
-                np.maximum(bm, new, out=bm)
-                if fell.any():
-                    cols = fell.nonzero()[0]
-                    bm[cols] = self.vals[b * BLOCK : (b + 1) * BLOCK, cols].max(axis=0)
-            else:
-                vrow[:] = new
-                np.maximum(bm, new, out=bm)
 
     def _touch_many(self, dirty: NDArray[np.intp]) -> None:
         """:meth:`_touch` of the distinct nodes ``dirty`` in one 2-D pass (nodes x requests)."""
@@ -269,11 +205,6 @@ class FeasibilityTable:
         np.add.at(self.bcount, dirty // BLOCK, delta)  # (a block named twice adds twice)
         self.count += delta.sum(axis=0)
         self.feas[dirty] = feas_new
-        if self._scorer is not None:
-            pos = self._pos_of[dirty]
-            self.vals[pos] = np.where(feas_new, self._scorer.score_grid(dirty, self._params), _MIN)
-            blocks = np.unique(pos // BLOCK)
-            self.bmax[blocks] = self.vals.reshape(self._nb, BLOCK, -1)[blocks].max(axis=1)
 
     def _grid(self, nodes: NDArray[np.intp]) -> NDArray[np.bool_]:
         """Every resource filter's answer at ``nodes`` for every request: ``(nodes, filters, requests)``."""
@@ -317,12 +248,6 @@ class FeasibilityTable:
         self.feas[:n, r] = feas
         self.bcount[:, r] = self.feas[:, r].reshape(-1, BLOCK).sum(axis=1)
         self.count[r] = int(np.count_nonzero(feas))
-        if self._scorer is not None:
-            self._scorer.forget()
-            self._params[:, r] = self._scorer.params(req)
-            scores = self._scorer.score_grid(every, self._params[:, r : r + 1])[:, 0]
-            self.vals[self._pos_of, r] = np.where(feas, scores, _MIN)
-            self.bmax[:, r] = self.vals[:, r].reshape(-1, BLOCK).max(axis=1)
 
     def _grow(self) -> None:
         cap = 2 * self.count.size
@@ -336,9 +261,6 @@ class FeasibilityTable:
         self.fixed, self.feas = wider(self.fixed, False), wider(self.feas, False)
         self.bcount, self.count, self.passes = wider(self.bcount, 0), wider(self.count, 0), wider(self.passes, 0)
         assert self.count.size == cap
-        if self._scorer is not None:
-            self._params, self.vals, self.bmax = wider(self._params, 0), wider(self.vals, _MIN), wider(self.bmax, _MIN)
-            self._scorer.forget()
 
     def _distinct(self, nodes: NDArray[np.int64]) -> NDArray[np.intp]:
         """The distinct ``nodes``, sorted, in linear passes (see ``CandidateIndex._distinct``)."""

@@ -33,7 +33,7 @@ from seedance.core.decision import Decision, Outcome, Placement
 from seedance.core.errors import InputError
 from seedance.core.registry import Registry
 from seedance.core.resources import MILLI_PER_GPU, ResourceRequest
-from seedance.scheduling.feasibility import FeasibilityTable, TableScorer, table_filters
+from seedance.scheduling.feasibility import FeasibilityTable, table_filters
 from seedance.scheduling.index import CandidateIndex
 from seedance.scheduling.tasktypes import TaskTypes
 
@@ -287,13 +287,6 @@ class PlacementPolicy(ABC):
         choose, and its score (indexable policies only)."""
         raise NotImplementedError(f"placement policy {self.name!r} is not indexable")
 
-    def table_scorer(self, view: ClusterState) -> TableScorer | None:
-        """The policy's scores for many requests at once, for the scheduler's feasibility table
-        (``seedance.scheduling.feasibility``): only a policy whose scores are a pure function of
-        the request and the node (no epoch, no learned state) may give one. ``None``: each
-        candidate index scores its own request."""
-        return None
-
 
 class LocalScorePolicy(PlacementPolicy):
     """A policy whose score of a node depends only on the request and that node's own data.
@@ -402,6 +395,13 @@ class Scheduler:
     #: Requests whose feasibility one shared table keeps (each bind updates all of them at once;
     #: its cost per bind grows with their number). Later requests keep their own index.
     TABLE_MAX: ClassVar[int] = 512
+    #: The table's cost is per node change (all requests at once), a request's own index's per
+    #: decision (its changed nodes in one batch): the scheduler uses the table while node changes
+    #: per decision stay at most ``TABLE_ON`` and its own indexes once they pass ``TABLE_OFF``,
+    #: measured over windows of ``TABLE_WINDOW`` decisions (the same decisions either way).
+    TABLE_ON: ClassVar[float] = 1.0
+    TABLE_OFF: ClassVar[float] = 1.4
+    TABLE_WINDOW: ClassVar[int] = 4096
 
     def __init__(
         self,
@@ -423,6 +423,9 @@ class Scheduler:
         #: one feasibility table for the indexes of up to ``TABLE_MAX`` requests (when the filters allow)
         self._tabled = self.indexed and table_filters(self.filters)
         self._table: FeasibilityTable | None = None
+        self._table_on = self._tabled
+        self._window = 0  # decisions in the current window, and the change count at its start
+        self._window_pos = 0
 
     def feasible(self, view: ClusterState, req: ResourceRequest) -> BoolA:
         """Mask of nodes that pass every filter."""
@@ -456,6 +459,17 @@ class Scheduler:
             self._indexes = {}
             self._by_id = {}
             self._table = None
+            self._window, self._window_pos = 0, view.change_count
+        if self._tabled:
+            self._window += 1
+            if self._window >= self.TABLE_WINDOW:
+                rate = (view.change_count - self._window_pos) / self._window
+                self._window, self._window_pos = 0, view.change_count
+                if rate > self.TABLE_OFF if self._table_on else rate <= self.TABLE_ON:
+                    self._table_on = not self._table_on  # the indexes are built again in the other kind
+                    self._indexes = {}
+                    self._by_id = {}
+                    self._table = None
         # drivers pass the same request objects again and again: find them by identity first (the
         # entry keeps the object alive, so its id is not reused) instead of hashing their fields
         hit = self._by_id.get(id(req))
@@ -464,10 +478,8 @@ class Scheduler:
         index = self._indexes.get(req)
         if index is None:
             table = self._table
-            if table is None and self._tabled:
-                table = self._table = FeasibilityTable(
-                    view, self.filters, scorer=self.policy.table_scorer(view), max_size=self.TABLE_MAX
-                )
+            if table is None and self._table_on:
+                table = self._table = FeasibilityTable(view, self.filters, max_size=self.TABLE_MAX)
             if table is not None and table.size >= table.max_size:
                 table = None  # past the table's size: the request's own index (its cost is its own)
             index = self._indexes[req] = CandidateIndex(view, req, self.filters, table)

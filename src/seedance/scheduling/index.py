@@ -20,7 +20,7 @@ NOTE(seedance): what the index keeps, per (cluster state, request), and why it d
   With the scheduler's feasibility table (``seedance.scheduling.feasibility``: the default filters
   are lower bounds on node columns), an index reads its feasible mask, counts and rejections from
   the table's column for its request, which every change updates for all requests at once, and
-  keeps only its scores (or, for a policy that gives ``table_scorer``, reads those from the table too).
+  keeps only its scores.
 """
 
 from __future__ import annotations
@@ -201,7 +201,7 @@ class CandidateIndex:
             self._epoch = epoch
             self._pending_all = True
         if self._table is not None:
-            return self._table.best(self._col) if self._table.scored else self._best_table()
+            return self._best_table()
         if self._pending_all:
             todo: Nodes = np.arange(self._n, dtype=np.intp)
         elif self._pending:

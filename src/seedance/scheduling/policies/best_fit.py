@@ -10,11 +10,9 @@ import math
 from collections.abc import Callable, Hashable
 
 import numpy as np
-from numpy.typing import NDArray
 
 from seedance.core.cluster import ClusterState
 from seedance.core.resources import ResourceRequest
-from seedance.scheduling.feasibility import TableScorer
 from seedance.scheduling.framework import PLACEMENT_POLICIES, LocalScorePolicy, Nodes, Scores
 from seedance.scheduling.policies.dot_product import MAX_CPU, MAX_GPU
 
@@ -52,33 +50,3 @@ class BestFit(LocalScorePolicy):
             return trunc((1.0 - acc) * 100.0)
 
         return one
-
-    def table_scorer(self, view: ClusterState) -> TableScorer | None:
-        return _BestFitTable(view)
-
-
-class _BestFitTable:
-    """:class:`BestFit`'s score for many requests at once: ``compute``'s operations elementwise
-    (node value minus request value, in that order), so the same integers bit for bit."""
-
-    __slots__ = ("_cpu", "_gpu")
-
-    def __init__(self, view: ClusterState) -> None:
-        self._cpu, self._gpu = view.cpu_free, view.gpu_free_total
-
-    def params(self, req: ResourceRequest) -> tuple[int, ...]:
-        return (req.cpu_milli, req.total_gpu_milli)
-
-    def forget(self) -> None:
-        pass
-
-    def score_row(self, node: int, params: NDArray[np.int64]) -> Scores:
-        acc = (self._cpu.item(node) - params[0]) / MAX_CPU * 0.5
-        acc += (self._gpu.item(node) - params[1]) / MAX_GPU * 0.5
-        acc = (1.0 - acc) * 100.0
-        return acc.astype(np.int64)  # (a float's cast truncates toward zero: ``np.trunc``'s integer)
-
-    def score_grid(self, nodes: Nodes, params: NDArray[np.int64]) -> Scores:
-        acc = (self._cpu[nodes][:, None] - params[0][None, :]) / MAX_CPU * 0.5
-        acc = acc + (self._gpu[nodes][:, None] - params[1][None, :]) / MAX_GPU * 0.5
-        return np.trunc((1.0 - acc) * 100.0).astype(np.int64)
