@@ -50,6 +50,9 @@ _MIN = np.iinfo(np.int64).min
 #: node costs a few scalar reads per filter it re-asks; an array refresh costs a dozen or more
 #: array passes whatever its size).
 _FEW = 8
+#: With the feasibility table, up to this many changed nodes are rescored node by node (no
+#: feasibility work comes with them there).
+_FEW_SCORE = 32
 #: Change logs up to this long are deduplicated with a Python set (array passes cost more there).
 _SHORT_LOG = 48
 
@@ -241,7 +244,7 @@ class CandidateIndex:
             nodes = log.tolist()
             if len(nodes) > 1:
                 nodes = sorted(set(nodes))
-            if len(nodes) <= _FEW:
+            if len(nodes) <= _FEW_SCORE:
                 return self._best_few(nodes, feas)
             return self._rescore(np.array(nodes, dtype=np.intp), feas)
         if 4 * log.size >= self._n:
