@@ -29,12 +29,11 @@ from numpy.typing import NDArray
 
 from seedance.core.cluster import ClusterState
 from seedance.core.resources import ResourceRequest
+from seedance.scheduling.index import BLOCK, distinct_nodes
 
 if TYPE_CHECKING:
     from seedance.scheduling.framework import FilterPlugin
 
-#: Nodes per block of the per-request block counts (the candidate index's block size).
-BLOCK = 64
 #: A bound no column value reaches (the column of an unused request slot: never passes).
 _NEVER = np.iinfo(np.int64).max
 _ALWAYS = np.iinfo(np.int64).min
@@ -44,7 +43,8 @@ _FEW = 16
 
 
 _G = TypeVar("_G", bound=np.generic)
-#: Bytes the table may hold (its size in requests is capped by it: about 12 bytes per node and request).
+#: Bytes the table may hold (its size in requests is capped by it: a byte per resource filter, for
+#: the fixed filters' AND and for the feasible bit, per node and request).
 TABLE_BYTES = 1 << 28
 
 
@@ -113,11 +113,6 @@ class FeasibilityTable:
         #: requests the table takes at most (``TABLE_BYTES`` and ``max_size``)
         self.max_size = max(1, min(max_size, TABLE_BYTES // (self._nb * BLOCK * (nd + 2))))
 
-    @property
-    def filters(self) -> tuple[FilterPlugin, ...]:
-        """The filters the table answers for."""
-        return self._filters
-
     # ------------------------------------------------------------------ requests
     def add(self, req: ResourceRequest) -> int:
         """Add ``req`` (current as of the state now); returns its column."""
@@ -160,7 +155,7 @@ class FeasibilityTable:
                 return
             dirty = np.array(nodes, dtype=np.intp)
         else:
-            dirty = self._distinct(log)
+            dirty = distinct_nodes(log, self._stamp)
         self._touch_many(dirty)
 
     def _touch(self, n: int) -> None:
@@ -261,10 +256,3 @@ class FeasibilityTable:
         self.fixed, self.feas = wider(self.fixed, False), wider(self.feas, False)
         self.bcount, self.count, self.passes = wider(self.bcount, 0), wider(self.count, 0), wider(self.passes, 0)
         assert self.count.size == cap
-
-    def _distinct(self, nodes: NDArray[np.int64]) -> NDArray[np.intp]:
-        """The distinct ``nodes``, sorted, in linear passes (see ``CandidateIndex._distinct``)."""
-        at = np.arange(nodes.size, dtype=np.int32)
-        stamp = self._stamp
-        stamp[nodes] = at
-        return np.sort(nodes[stamp[nodes] == at]).astype(np.intp, copy=False)

@@ -57,6 +57,20 @@ _FEW_SCORE = 32
 _SHORT_LOG = 48
 
 
+def distinct_nodes(nodes: NDArray[np.int64], stamp: NDArray[np.int32]) -> Nodes:
+    """``np.unique(nodes)`` in linear passes (a change log holds repeats; sorting them all costs more).
+
+    ``stamp`` is scratch of one entry per node. Each node's stamp is set to one of its positions
+    (whichever write lands), and exactly that position is kept: one occurrence per node, whatever
+    the order of repeated writes.
+    """
+    if nodes.size <= 1:
+        return nodes.astype(np.intp, copy=False)
+    at = np.arange(nodes.size, dtype=np.int32)
+    stamp[nodes] = at
+    return np.sort(nodes[stamp[nodes] == at]).astype(np.intp, copy=False)
+
+
 class CandidateIndex:
     """The feasible nodes of one request on one state, and the best of them (see module notes).
 
@@ -170,17 +184,14 @@ class CandidateIndex:
     def nth_feasible(self, j: int) -> int:
         """The ``j``-th feasible node in node order (``0 <= j < count``)."""
         table = self._table
-        if table is not None:
-            cs = table.bcount[:, self._col].cumsum()
-            b = int(cs.searchsorted(j, side="right"))
-            before = cs.item(b - 1) if b else 0
-            lo = b * BLOCK
-            return lo + int(table.feas[lo : lo + BLOCK, self._col].nonzero()[0][j - before])
-        cs = self._bcount.cumsum()  # array methods: no dispatch through numpy's function wrappers
+        bcount, feas = (self._bcount, self._feas) if table is None else (
+            table.bcount[:, self._col], table.feas[:, self._col]
+        )
+        cs = bcount.cumsum()  # array methods: no dispatch through numpy's function wrappers
         b = int(cs.searchsorted(j, side="right"))
         before = cs.item(b - 1) if b else 0
         lo = b * BLOCK
-        return lo + int(self._feas[lo : lo + BLOCK].nonzero()[0][j - before])
+        return lo + int(feas[lo : lo + BLOCK].nonzero()[0][j - before])
 
     def feasible_nodes(self) -> Nodes:
         """Every feasible node, in node order."""
@@ -327,17 +338,8 @@ class CandidateIndex:
 
     # ------------------------------------------------------------------ internals
     def _distinct(self, nodes: NDArray[np.int64]) -> Nodes:
-        """``np.unique(nodes)`` in linear passes (a change log holds repeats; sorting them all costs more).
-
-        Each node's stamp is set to one of its positions (whichever write lands), and exactly that
-        position is kept: one occurrence per node, whatever the order of repeated writes.
-        """
-        if nodes.size <= 1:
-            return nodes.astype(np.intp, copy=False)
-        at = np.arange(nodes.size, dtype=np.int32)
-        stamp = self._stamp
-        stamp[nodes] = at
-        return np.sort(nodes[stamp[nodes] == at]).astype(np.intp, copy=False)
+        """``np.unique(nodes)`` in linear passes (:func:`distinct_nodes`)."""
+        return distinct_nodes(nodes, self._stamp)
 
     def _set_rank(self) -> None:
         view = self._view
