@@ -104,6 +104,14 @@ def test_decide_equals_the_scan_through_binds_releases_and_cordons(
             node = (r * 7 + len(live[0])) % states[0].n_nodes
             for s in states:
                 s.set_schedulable(node, not bool(s.schedulable[node]))
+        elif action == 2:  # a new tie-break rank: every index of the state reads the shared maps again
+            rank = np.roll(rank, 1 + r)
+            for s in states:
+                s.set_rank(rank)
+    indexes = list(scheds[0]._indexes.values())
+    if indexes:
+        shared = indexes[0]._ranks
+        assert all(ix._ranks is shared for ix in indexes)  # one copy of the rank maps per state
 
 
 def _types() -> TaskTypes:

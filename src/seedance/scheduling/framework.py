@@ -34,7 +34,7 @@ from seedance.core.errors import InputError
 from seedance.core.registry import Registry
 from seedance.core.resources import MILLI_PER_GPU, ResourceRequest
 from seedance.scheduling.feasibility import FeasibilityTable, table_filters
-from seedance.scheduling.index import CandidateIndex
+from seedance.scheduling.index import CandidateIndex, RankMaps
 from seedance.scheduling.tasktypes import TaskTypes
 
 BoolA = NDArray[np.bool_]
@@ -423,6 +423,7 @@ class Scheduler:
         #: one feasibility table for the indexes of up to ``TABLE_MAX`` requests (when the filters allow)
         self._tabled = self.indexed and table_filters(self.filters)
         self._table: FeasibilityTable | None = None
+        self._ranks: RankMaps | None = None  # shared by the indexes of ``_index_view``
         self._table_on = self._tabled
         self._window = 0  # decisions in the current window, and the change count at its start
         self._window_pos = 0
@@ -459,6 +460,7 @@ class Scheduler:
             self._indexes = {}
             self._by_id = {}
             self._table = None
+            self._ranks = None
             self._window, self._window_pos = 0, view.change_count
         if self._tabled:
             self._window += 1
@@ -482,7 +484,9 @@ class Scheduler:
                 table = self._table = FeasibilityTable(view, self.filters, max_size=self.TABLE_MAX)
             if table is not None and table.size >= table.max_size:
                 table = None  # past the table's size: the request's own index (its cost is its own)
-            index = self._indexes[req] = CandidateIndex(view, req, self.filters, table)
+            if self._ranks is None:
+                self._ranks = RankMaps(view)
+            index = self._indexes[req] = CandidateIndex(view, req, self.filters, table, self._ranks)
         if len(self._by_id) >= 4 * len(self._indexes) + 1024:  # fresh objects per call (a server): stay bounded
             self._by_id = {}
         self._by_id[id(req)] = (req, index)

@@ -71,6 +71,35 @@ def distinct_nodes(nodes: NDArray[np.int64], stamp: NDArray[np.int32]) -> Nodes:
     return np.sort(nodes[stamp[nodes] == at]).astype(np.intp, copy=False)
 
 
+class RankMaps:
+    """A state's tie-break rank as rank positions by node and nodes by rank position, and a scratch
+    array of one entry per node (:func:`distinct_nodes`): one copy for every candidate index of the
+    state instead of one per request (at 19,408 nodes and 151 requests, 58 MB less to keep and to
+    miss in the caches).
+
+    Args:
+        view: The cluster state.
+    """
+
+    __slots__ = ("_epoch", "_view", "node_at", "pos_of", "stamp")
+
+    def __init__(self, view: ClusterState) -> None:
+        self._view = view
+        self._epoch = -1
+        self.pos_of: NDArray[np.int64] = np.zeros(0, dtype=np.int64)
+        self.node_at: NDArray[np.int64] = np.zeros(0, dtype=np.int64)
+        self.stamp: NDArray[np.int32] = np.zeros(view.n_nodes, dtype=np.int32)
+
+    def get(self) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+        """``(pos_of, node_at)`` for the state's rank now (recomputed after a rank change only)."""
+        view = self._view
+        if self._epoch != view.rank_epoch:
+            self._epoch = view.rank_epoch
+            self.pos_of = view.rank.astype(np.int64, copy=True)
+            self.node_at = np.argsort(self.pos_of).astype(np.int64)
+        return self.pos_of, self.node_at
+
+
 class CandidateIndex:
     """The feasible nodes of one request on one state, and the best of them (see module notes).
 
@@ -78,18 +107,20 @@ class CandidateIndex:
         view: The cluster state.
         req: The request.
         filters: Indexable filter plugins (``FilterPlugin.indexable``).
+        table: The scheduler's feasibility table for the state, if any.
+        ranks: The rank maps shared by the state's indexes (its own when not given).
     """
 
     __slots__ = (
         "_bcount", "_bits", "_bmax", "_cordons", "_count", "_dyn", "_epoch", "_feas", "_filters", "_fixed",
         "_fixed_idx", "_fn", "_n", "_node_at", "_oks", "_pending", "_pending_all", "_pending_few", "_pending_size",
         "_one", "_pos", "_pos_of", "_rank_epoch", "_req", "_rows", "_stamp", "_vals", "_view",
-        "_dyn_fns", "_dyn_rows", "_feas_mv", "_fixed_mv", "_mv", "_col", "_spos", "_table",
+        "_dyn_fns", "_dyn_rows", "_feas_mv", "_fixed_mv", "_mv", "_col", "_spos", "_table", "_ranks",
     )
 
     def __init__(
         self, view: ClusterState, req: ResourceRequest, filters: Sequence[FilterPlugin],
-        table: FeasibilityTable | None = None,
+        table: FeasibilityTable | None = None, ranks: RankMaps | None = None,
     ) -> None:
         n = view.n_nodes
         nb = max(1, -(-n // BLOCK))
@@ -105,7 +136,8 @@ class CandidateIndex:
         self._epoch: object = None
         self._pending_all = True
         self._rank_epoch = -1
-        self._stamp: NDArray[np.int32] = np.zeros(n, dtype=np.int32)  # scratch of _distinct
+        self._ranks = RankMaps(view) if ranks is None else ranks
+        self._stamp = self._ranks.stamp  # scratch of _distinct
         if table is not None:  # feasibility from the shared table; only the scores are this index's own
             self._col = table.add(req)
             self._spos = view.change_count
@@ -130,8 +162,6 @@ class CandidateIndex:
         self._pending_size = 0
         self._count = 0
         self._pos = view.change_count
-        self._pos_of: NDArray[np.int64] = np.zeros(n, dtype=np.int64)
-        self._node_at: NDArray[np.int64] = np.zeros(n, dtype=np.int64)
         # filters whose answers change with a node's resources (re-asked for every changed node),
         # and the others (cordon-only or fixed), whose bits are ANDed into ``_fixed`` and re-asked
         # only after a cordon change
@@ -344,8 +374,7 @@ class CandidateIndex:
     def _set_rank(self) -> None:
         view = self._view
         self._rank_epoch = view.rank_epoch
-        self._pos_of = view.rank.astype(np.int64, copy=True)
-        self._node_at = np.argsort(self._pos_of).astype(np.int64)
+        self._pos_of, self._node_at = self._ranks.get()
         self._vals[:] = _MIN
         self._bmax[:] = _MIN
         self._pending_all = True
