@@ -75,9 +75,9 @@ def main() -> None:
             every: list[list[list[float]]] = []
             # runs[i][j]: the j-th run at factors[i]; grouped: every run of a k in turn; interleaved: rounds
             runs: list[list[tuple[float, float]]] = [[] for _ in factors]
-            order = ([(i, j) for j in range(args.repeat) for i in range(len(factors))] if args.interleave
-                     else [(i, j) for i in range(len(factors)) for j in range(args.repeat)])
-            for i, _ in order:
+            order = ([i for _ in range(args.repeat) for i in range(len(factors))] if args.interleave
+                     else [i for i in range(len(factors)) for _ in range(args.repeat)])
+            for i in order:
                 k = factors[i]
                 f = fleets[k]
                 t0, c0 = time.perf_counter(), time.process_time()
@@ -96,7 +96,7 @@ def main() -> None:
                 wall, cpu = min(per_k, key=lambda wc: wc[pick])
                 walls.append(wall)
                 cpus.append(cpu)
-                secs.append(wall if args.clock == "wall" else cpu)
+                secs.append((wall, cpu)[pick])
                 every.append([[round(w, 2), round(c, 2)] for w, c in per_k])
             row: dict[str, object] = {"mode": mode, "policy": policy, "factors": factors, "clock": args.clock,
                                       "seconds": [round(s, 2) for s in secs],

@@ -207,9 +207,8 @@ class FeasibilityTable:
         """Bring the per-filter bits and pass counts of the nodes changed since up to date."""
         if not self._stale:
             return
-        nodes = sorted(set(self._stale))
+        dirty = distinct_nodes(np.array(self._stale, dtype=np.int64), self._stamp)
         self._stale = []
-        dirty = np.array(nodes, dtype=np.intp)
         self._set_bits(dirty, self._grid(dirty))
 
     def _set_bits(self, dirty: NDArray[np.intp], ok: NDArray[np.bool_]) -> None:
