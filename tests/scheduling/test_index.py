@@ -200,3 +200,54 @@ def test_best_fit_one_node_score_is_its_array_score(
     assert one is not None
     arr = pol.node_score_fn(state, req)(np.arange(3, dtype=np.intp))  # type: ignore[attr-defined]
     assert [one(i) for i in range(3)] == arr.tolist()
+
+
+@pytest.mark.parametrize("table", [True, False])
+@pytest.mark.parametrize("policy", ["best-fit", "random", "fgd", "seedance"])
+def test_long_change_logs_of_few_and_many_nodes_decide_as_the_scan(policy: str, table: bool) -> None:
+    """A request decided again after a long change log: logs naming few nodes (rescored one by one),
+    some, many (a full pass) and more than twice the nodes, with the table and with own indexes."""
+    from seedance.scheduling.framework import PolicyContext
+
+    n = 6 * BLOCK + 7
+    states = [_state(n), _state(n)]
+    rank = np.random.default_rng(5).permutation(n)
+    scheds = []
+    for s in states:
+        s.set_rank(rank)
+        scheds.append(Scheduler(make_policy(policy, PolicyContext(seed=5, task_types=_types())), index_min_nodes=0))
+    scheds[0]._table_on = table
+
+    def churn(nodes: list[int], cycles: int) -> None:
+        """Bind and release a placement ``cycles`` times on each node, then bind it for good."""
+        for node in nodes:
+            if states[0].cpu_free[node] < 3000 or states[0].mem_free[node] < 4096:
+                continue
+            p = Placement(node, (), 0, 3000, 4096)  # moves the node's scores; REQS[2] stops fitting some
+            for s in states:
+                for _ in range(cycles):
+                    s.apply(p)
+                    s.release(p)
+                s.apply(p)
+
+    def decide_all() -> int:
+        placed = 0
+        for req in REQS:
+            a = scheds[0].decide(states[0], req)
+            assert a == scheds[1].decide_scored(states[1], req)[0]
+            if a.placement is not None:
+                placed += 1
+                for s in states:
+                    s.apply(a.placement)
+        return placed
+
+    assert decide_all() == len(REQS)
+    churn([n - 2], 25)  # 51 changes of a CPU-only node, now the tightest for REQS[3]: rescored one by one
+    decide_all()
+    churn(list(range(100, 160)), 0)  # 60 nodes: a rescore of the changed nodes
+    decide_all()
+    churn(list(range(160, 160 + 2 * n // 5)), 0)  # 2n/5 nodes, a log under 2n: a full pass
+    decide_all()
+    churn([18, 21, 24], 140)  # more than 2n changes: a full pass without dedup
+    decide_all()
+    assert (scheds[0]._table is not None) == table
