@@ -200,19 +200,14 @@ class CandidateIndex:
             # without a cordon change since the last refresh, only the resource filters can differ
             every = view.cordon_count != self._cordons
             self._cordons = view.cordon_count
-            if log.size >= 2 * self._n:
-                self._update(np.arange(self._n, dtype=np.intp), every=every)
-            elif log.size <= _SHORT_LOG:
+            if log.size <= _SHORT_LOG:
                 nodes = sorted(set(log.tolist()))
                 if len(nodes) <= _FEW:
                     self._update_few(nodes, every=every)
                 else:
                     self._update(np.array(nodes, dtype=np.intp), every=every)
-            else:  # (a long log may name few nodes: see ``_best_table``)
-                dirty = self._distinct(log)
-                if 4 * dirty.size >= self._n:
-                    dirty = np.arange(self._n, dtype=np.intp)
-                self._update(dirty, every=every)
+            else:
+                self._update(self._changed(log), every=every)
         return self._count
 
     def nth_feasible(self, j: int) -> int:
@@ -292,15 +287,9 @@ class CandidateIndex:
             if len(nodes) <= _FEW_SCORE:
                 return self._best_few(nodes, feas)
             return self._rescore(np.array(nodes, dtype=np.intp), feas)
-        if log.size >= 2 * self._n:
-            return self._rescore(np.arange(self._n, dtype=np.intp), feas)
-        # a long log names few nodes more often than not (binds packing the same nodes: at 16x the
-        # default fleet, logs of 4,872-42,394 changes named 597-11,150 nodes, median 1,193)
-        todo = self._distinct(log)
+        todo = self._changed(log)
         if todo.size <= _FEW_SCORE:
             return self._best_few(todo.tolist(), feas)
-        if 4 * todo.size >= self._n:
-            return self._rescore(np.arange(self._n, dtype=np.intp), feas)
         return self._rescore(todo, feas)
 
     def _rescore(self, todo: Nodes, feas_of: NDArray[np.bool_]) -> tuple[int, int]:
@@ -328,10 +317,16 @@ class CandidateIndex:
                 else:
                     blocks = np.arange(self._bmax.size)
                 self._bmax[blocks] = vals.reshape(-1, BLOCK)[blocks].max(axis=1)
+        p = self._argbest()
+        return int(self._node_at[p]), int(self._vals[p])
+
+    def _argbest(self) -> int:
+        """The rank position of the best score (the lowest among equals), from the block maxima;
+        kept as the best known to :meth:`_best_few`."""
         b = int(self._bmax.argmax())
         lo = b * BLOCK
         p = self._top = lo + int(self._vals[lo : lo + BLOCK].argmax())
-        return int(self._node_at[p]), int(self._vals[p])
+        return p
 
     def _best_few(self, nodes: list[int], feas: memoryview | NDArray[np.bool_]) -> tuple[int, int]:
         """:meth:`best` after a few distinct changed ``nodes``, with Python scalars: the same
@@ -371,15 +366,12 @@ class CandidateIndex:
                 stale.append(b)
         for b in stale:
             bmax[b] = np.maximum.reduce(vals[b * BLOCK : (b + 1) * BLOCK])  # (no wrapper around the reduce)
-        if best >= 0:
+        if best < 0:
+            best = self._argbest()
+        else:
             v = vals.item(best)
             if up_v > v or (up_v == v and up_p < best):
-                best = up_p
-        else:
-            b = int(bmax.argmax())
-            lo = b * BLOCK
-            best = lo + int(vals[lo : lo + BLOCK].argmax())
-        self._top = best
+                best = self._top = up_p
         return int(self._node_at[best]), int(vals[best])
 
     def rejections(self) -> dict[str, int]:
@@ -395,6 +387,18 @@ class CandidateIndex:
     def _distinct(self, nodes: NDArray[np.int64]) -> Nodes:
         """``np.unique(nodes)`` in linear passes (:func:`distinct_nodes`)."""
         return distinct_nodes(nodes, self._stamp)
+
+    def _changed(self, log: NDArray[np.int64]) -> Nodes:
+        """The distinct nodes of a long change ``log``, or every node where a quarter of them or
+        more changed (one pass over all nodes costs less than picking them out). A long log names
+        few nodes more often than not (binds packing the same nodes: at 16x the default fleet, logs
+        of 4,872-42,394 changes named 597-11,150 nodes, median 1,193), so it is deduplicated unless
+        it holds twice as many changes as there are nodes."""
+        if log.size < 2 * self._n:
+            nodes = self._distinct(log)
+            if 4 * nodes.size < self._n:
+                return nodes
+        return np.arange(self._n, dtype=np.intp)
 
     def _set_rank(self) -> None:
         view = self._view
