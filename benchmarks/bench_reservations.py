@@ -11,8 +11,8 @@ bound) and the savings against no reservation as a share of the total bill, per 
 training wall time (run it under ``flock /tmp/seedance-bench.lock`` for a figure to report);
 the baseline measured in the same run is ``none`` (all on demand).
 
-    .venv/bin/python benchmarks/bench_reservations.py --timesteps 125000 --test 30 --tune 24 \
-        --save report/reservations-ppo.zip
+    .venv/bin/python benchmarks/bench_reservations.py --timesteps 125000 --test 90 --tune 24 \
+        --save report/reservations-ppo.zip          # --action levels: the first encoding
     .venv/bin/python benchmarks/bench_reservations.py --policy report/reservations-ppo.zip   # evaluate only
 """
 
@@ -29,7 +29,8 @@ from typing import Any
 import numpy as np
 
 from seedance.reservations.accounting import simulate_plan
-from seedance.reservations.engine import run_policy, tune_online, tune_percentile
+from seedance.reservations.engine import run_policy, tune_forecast, tune_online, tune_percentile
+from seedance.reservations.forecast import ForecastPlanner
 from seedance.reservations.milp import hindsight_optimal
 from seedance.reservations.policies import BestFixed, NoReservation, OnlineBreakEven, Percentile
 from seedance.reservations.ppo import PpoReservation, TrainConfig, config_json, train_ppo
@@ -41,6 +42,7 @@ def main() -> int:
     ap.add_argument("--timesteps", type=int, default=TrainConfig().timesteps)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--n-envs", type=int, default=TrainConfig().n_envs)
+    ap.add_argument("--action", default=TrainConfig().action, help="PPO's action encoding: levels or planner.")
     ap.add_argument("--test", type=int, default=30, help="Test windows (families in turn).")
     ap.add_argument("--tune", type=int, default=24, help="Tuning windows for the baselines.")
     ap.add_argument("--policy", type=Path, default=None, help="Evaluate this saved PPO policy instead of training.")
@@ -53,7 +55,7 @@ def main() -> int:
         ppo = PpoReservation(path=args.policy)
         out["training"] = {"policy_file": str(args.policy)}
     else:
-        cfg = TrainConfig(timesteps=args.timesteps, seed=args.seed, n_envs=args.n_envs)
+        cfg = TrainConfig(timesteps=args.timesteps, seed=args.seed, n_envs=args.n_envs, action=args.action)
         load0 = os.getloadavg()
         res = train_ppo(WindowFactory("train").draw, cfg)
         ppo = PpoReservation(res.model)
@@ -71,12 +73,16 @@ def main() -> int:
     t1 = time.perf_counter()
     pct, pct_rows = tune_percentile(tune)
     onl, onl_rows = tune_online(tune)
-    out["tuning"] = {"percentile": pct.describe(), "online": onl.describe(), "percentile_grid": pct_rows,
-                     "online_grid": onl_rows, "wall_s": time.perf_counter() - t1}
-    print(f"tuned on {len(tune)} tune windows: percentile {pct.describe()}, online {onl.describe()}", flush=True)
+    mpc, mpc_rows = tune_forecast(tune)
+    out["tuning"] = {"percentile": pct.describe(), "online": onl.describe(), "forecast-mpc": mpc.describe(),
+                     "percentile_grid": pct_rows, "online_grid": onl_rows, "forecast_grid": mpc_rows,
+                     "wall_s": time.perf_counter() - t1}
+    print(f"tuned on {len(tune)} tune windows: percentile {pct.describe()}, online {onl.describe()}, "
+          f"forecast-mpc {mpc.describe()}", flush=True)
     policies = {"none": NoReservation(), "percentile (AWS default: 30 d, lookback-optimal)": Percentile(30.0),
                 "percentile (tuned)": pct, "online (Wang et al., 1y)": OnlineBreakEven("1y"),
-                "online (tuned term)": onl, "best-fixed (hindsight)": BestFixed(), "ppo": ppo}
+                "online (tuned term)": onl, "forecast-mpc (default)": ForecastPlanner(),
+                "forecast-mpc (tuned)": mpc, "best-fixed (hindsight)": BestFixed(), "ppo": ppo}
     test = WindowFactory("test").fixed(args.test)
     rows: list[dict[str, Any]] = []
     for i, (w, p) in enumerate(test):

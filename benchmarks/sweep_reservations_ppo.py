@@ -27,6 +27,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from seedance.reservations.accounting import simulate_plan
 from seedance.reservations.demand import DemandWindow
 from seedance.reservations.engine import run_policy, tune_percentile
+from seedance.reservations.forecast import ForecastPlanner
 from seedance.reservations.milp import hindsight_optimal
 from seedance.reservations.policies import BestFixed, ReservationPolicy
 from seedance.reservations.ppo import PpoReservation, TrainConfig, config_json, train_ppo
@@ -99,6 +100,7 @@ def main() -> int:
     ap.add_argument("--clip-range", type=float, default=d.clip_range)
     ap.add_argument("--net-arch", type=int, nargs="+", default=list(d.net_arch))
     ap.add_argument("--n-envs", type=int, default=d.n_envs)
+    ap.add_argument("--action", default=d.action, help="Action encoding: levels or planner.")
     ap.add_argument("--tune", type=int, default=24)
     ap.add_argument("--milp-cache", type=Path, default=None)
     ap.add_argument("--out", type=Path, default=None)
@@ -118,11 +120,12 @@ def main() -> int:
         pct, _ = tune_percentile(windows)
         emit({"policy": "percentile (tuned)", "settings": pct.describe(), **score(pct, windows, opt)})
         emit({"policy": "best-fixed (hindsight)", **score(BestFixed(), windows, opt)})
+        emit({"policy": "forecast-mpc (default)", **score(ForecastPlanner(), windows, opt)})
         return 0
     cfg = TrainConfig(timesteps=args.timesteps, seed=args.seed, n_steps=args.n_steps, batch_size=args.batch_size,
                       n_epochs=args.n_epochs, learning_rate=args.learning_rate, gamma=args.gamma,
                       gae_lambda=args.gae_lambda, ent_coef=args.ent_coef, clip_range=args.clip_range,
-                      net_arch=tuple(args.net_arch), n_envs=args.n_envs)
+                      net_arch=tuple(args.net_arch), n_envs=args.n_envs, action=args.action)
     marks = args.checkpoints or [args.timesteps]
     emit({"config": config_json(cfg)})
     cb = TuneCheckpoints(marks, windows, opt, emit)

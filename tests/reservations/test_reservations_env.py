@@ -149,8 +149,8 @@ def test_reserve_plan_json_evaluates_only_the_held_out_hours(tmp_path: Path, cap
             "--tune-windows", "2", "-o", "json", "--hourly-out", str(tmp_path / "h.csv")]
     assert main(argv) == 0
     out = json.loads(capsys.readouterr().out)
-    assert [r["policy"] for r in out["results"]] == ["none", "percentile", "best-fixed", "online", "ppo",
-                                                    "hindsight-optimal"]
+    assert [r["policy"] for r in out["results"]] == ["none", "percentile", "best-fixed", "online",
+                                                    "forecast-mpc", "ppo", "hindsight-optimal"]
     assert out["window"]["start"] == "2024-01-01T00:00:00Z" and out["window"]["hours"] == 2 * Y - 8760
     by = {r["policy"]: r for r in out["results"]}
     opt = by["hindsight-optimal"]["total_cost"]

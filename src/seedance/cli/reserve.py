@@ -53,7 +53,7 @@ def register(app: typer.Typer) -> None:
         timesteps: Annotated[int | None, typer.Option(help="PPO training steps (default: the config's).")] = None,
         save_policy: Annotated[Path | None, typer.Option(help="Save the trained PPO policy here.")] = None,
         policies: Annotated[str, typer.Option(help="Policies to evaluate, comma-separated.")]
-        = "none,percentile,best-fixed,online,ppo,hindsight-optimal",
+        = "none,percentile,best-fixed,online,forecast-mpc,ppo,hindsight-optimal",
         tune_windows: Annotated[int, typer.Option(help="Windows drawn from the history to tune the baselines.")] = 12,
         hourly_out: Annotated[Path | None, typer.Option(help="Write the PPO plan's hourly attribution CSV here.")]
         = None,

@@ -8,6 +8,8 @@
 * :mod:`~seedance.reservations.milp`: the hindsight-optimal plan (exact MILP, HiGHS).
 * :mod:`~seedance.reservations.policies`: ``none``, ``percentile``, ``best-fixed``, ``online``,
   ``ppo``, ``hindsight-optimal`` (registry :data:`RESERVATION_POLICIES`).
+* :mod:`~seedance.reservations.forecast`: ``forecast-mpc``, the receding-horizon planner, and the
+  layered program it re-plans with.
 * :mod:`~seedance.reservations.env` / :mod:`~seedance.reservations.ppo`: the gymnasium
   environment with the hybrid action and its PPO training.
 """

@@ -47,6 +47,9 @@ class PpoSpec(_Model):
     timesteps: int = Field(default=125_000, ge=512, le=10_000_000)
     seed: int = Field(default=0, ge=0)
     policy_file: str | None = Field(default=None, description="A trained policy (zip); skips training.")
+    action: Literal["levels", "planner"] = Field(
+        default="planner", description="The capacity part of the action: a level on the 60-day quantile scale, "
+                                      "or a ratio of the receding-horizon planner's forecast.")
 
 
 class PercentileSpec(_Model):

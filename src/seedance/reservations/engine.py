@@ -21,6 +21,7 @@ from seedance.core.errors import InputError
 from seedance.reservations.accounting import EPOCH_HOURS, Attribution, Plan, simulate_plan
 from seedance.reservations.demand import HOUR, DemandWindow, HourlyDemand, Scenario, random_scenario, scenario_demand
 from seedance.reservations.demand import weekly_profile as _weekly_profile
+from seedance.reservations.forecast import FORECAST_GRID, ForecastPlanner
 from seedance.reservations.policies import (
     RESERVATION_POLICIES,
     OnlineBreakEven,
@@ -30,7 +31,7 @@ from seedance.reservations.policies import (
 from seedance.reservations.pricing import ReservationPrices
 
 YEAR_H = 8760
-REPORTED = ("none", "percentile", "best-fixed", "online", "ppo", "hindsight-optimal")
+REPORTED = ("none", "percentile", "best-fixed", "online", "forecast-mpc", "ppo", "hindsight-optimal")
 PERCENTILE_GRID: tuple[tuple[float, float | None, str], ...] = tuple(
     (lb, pct, term) for lb in (7.0, 30.0, 60.0) for pct in (None, 10.0, 25.0, 40.0, 50.0, 60.0, 75.0)
     for term in ("auto", "1y"))
@@ -87,6 +88,21 @@ def tune_online(windows: Sequence[tuple[DemandWindow, ReservationPrices]],
                / float(simulate_plan(Plan.empty(len(w), epoch_hours), w, p).cost.sum()) for w, p in windows]
         scored.append((float(np.mean(rel)), pol))
         rows.append({"term": term, "mean_cost_vs_none": scored[-1][0]})
+    return min(scored, key=lambda x: x[0])[1], rows
+
+
+def tune_forecast(windows: Sequence[tuple[DemandWindow, ReservationPrices]],
+                  grid: Sequence[dict[str, float]] = FORECAST_GRID,
+                  epoch_hours: int = EPOCH_HOURS) -> tuple[ForecastPlanner, list[dict[str, Any]]]:
+    """The receding-horizon planner's setting with the lowest mean cost relative to 'none' over ``windows``."""
+    nones = [float(simulate_plan(Plan.empty(len(w), epoch_hours), w, p).cost.sum()) for w, p in windows]
+    rows: list[dict[str, Any]] = []
+    scored: list[tuple[float, ForecastPlanner]] = []
+    for setting in grid:
+        pol = ForecastPlanner(**setting)
+        rel = [run_policy(pol, w, p, epoch_hours).total_cost / n for (w, p), n in zip(windows, nones, strict=True)]
+        scored.append((float(np.mean(rel)), pol))
+        rows.append({**setting, "mean_cost_vs_none": scored[-1][0]})
     return min(scored, key=lambda x: x[0])[1], rows
 
 

@@ -27,6 +27,18 @@ as it is realised, so the optimal policy is unchanged; what changes is that the 
 purchase arrives with the step that made it, not spread over the 12 or 36 epochs of its term
 (credit assignment). The reward is computed by the simulator from the window's future, as every
 reward is; the *observation* holds the past only (:func:`features`), so the policy sees no future.
+
+**Two encodings of the capacity part** (:data:`ACTIONS`; the type part and the mask are the same):
+
+* ``levels`` (the default): the bucket is a committed level on the 60-day quantile scale (above).
+* ``planner``: the bucket is a capacity *ratio* of the receding-horizon planner's forecast
+  (:class:`~seedance.reservations.forecast.ForecastPlanner`): ratio ``0.5 + 0.05 x bucket`` in
+  [0.5, 1.5] scales the forecast, the layered program plans the rest of the window on it, and the
+  type says which terms that plan may use (1 = 1-year units only, 2 = every term on sale); the
+  step buys what the plan buys now. The planner's own tuned decision is the action
+  ``(2, its scale's bucket)`` every epoch, so PPO starts from a policy space that contains it and
+  learns when to hedge above or below it. The observation gains the planner's units at its
+  tuned scale, by term (2 more features).
 """
 
 from __future__ import annotations
@@ -38,14 +50,19 @@ import gymnasium as gym
 import numpy as np
 from numpy.typing import NDArray
 
+from seedance.core.errors import InputError
 from seedance.reservations.accounting import EPOCH_HOURS, Plan, attribute, n_epochs
 from seedance.reservations.demand import DemandWindow
+from seedance.reservations.forecast import ForecastPlanner, past_growth
 from seedance.reservations.policies import EpochView, epoch_view
 from seedance.reservations.pricing import TERM_HOURS, TERMS, ReservationPrices
 
 RATIO_STEPS = 21
 N_TYPES = 1 + len(TERMS)  # none, 1y, 3y
 OBS_SIZE = 37
+ACTIONS = ("levels", "planner")
+PLANNER_OBS_SIZE = OBS_SIZE + len(TERMS)
+PLANNER_RATIO0, PLANNER_RATIO_STEP = 0.5, 0.05  # planner buckets: forecast scale 0.5 + 0.05 x bucket
 YEAR_H = 8760
 FloatA = NDArray[np.float64]
 
@@ -69,18 +86,6 @@ def target_level(view: EpochView, bucket: int) -> int:
     if bucket <= QUANTILE_BUCKETS:
         return int(np.quantile(rec, bucket / QUANTILE_BUCKETS, method="inverted_cdf"))
     return int(round(float(rec.max()) * ABOVE_PEAK[bucket - QUANTILE_BUCKETS - 1]))
-
-
-def _growth(obs: NDArray[np.int64]) -> float:
-    """Least-squares growth per year of the log daily mean over the last year (0 with < 120 days)."""
-    n = min(len(obs) // 24, 365)
-    if n < 120:
-        return 0.0
-    daily = obs[-n * 24:].reshape(n, 24).mean(axis=1)
-    x = np.arange(n) / 365.0
-    y = np.log(np.maximum(daily, 1e-3))
-    slope = float(np.polyfit(x, y, 1)[0])
-    return float(np.clip(slope, -2.0, 2.0))
 
 
 def _log_ratio(a: float, b: float) -> float:
@@ -130,16 +135,49 @@ def features(view: EpochView) -> NDArray[np.float32]:
     rates = [p.commitments.get(t, p.overflow) / p.overflow for t in TERMS]
     v = np.array([
         view.in_force / scale, view.force[0] / scale, view.force[1] / scale, *expiring,
-        *a30[:6], *q60, *a365[:5], *levels, trend1, trend6, _growth(obs), _log_ratio(m30, top_month),
+        *a30[:6], *q60, *a365[:5], *levels, trend1, trend6, past_growth(obs), _log_ratio(m30, top_month),
         view.hours_left / (4 * YEAR_H), float(view.allowed[0]), float(view.allowed[1]), *rates,
     ], dtype=np.float32)
     return v
 
 
-def action_units(view: EpochView, action: NDArray[np.int64] | list[int] | tuple[int, int]) -> NDArray[np.int64]:
+def obs_size(action: str = "levels") -> int:
+    """Observation length of an action encoding."""
+    return PLANNER_OBS_SIZE if action == "planner" else OBS_SIZE
+
+
+def check_action(action: str) -> str:
+    """``action`` if it is a known encoding, else ``InputError`` listing them."""
+    if action not in ACTIONS:
+        raise InputError(f"unknown action encoding {action!r}; valid: {', '.join(ACTIONS)}", field="action")
+    return action
+
+
+def planner_scale(bucket: int) -> float:
+    """The forecast scale of a planner bucket."""
+    return PLANNER_RATIO0 + PLANNER_RATIO_STEP * bucket
+
+
+def observe(view: EpochView, action: str = "levels", planner: ForecastPlanner | None = None) -> NDArray[np.float32]:
+    """The observation of ``view`` for an action encoding, clipped to the observation space."""
+    f = features(view)
+    if action == "planner":
+        scale = max(1.0, reference_level(view))
+        units = (planner or ForecastPlanner()).units(view)
+        f = np.concatenate([f, (units / scale).astype(np.float32)])
+    return np.clip(f, -10, 10)
+
+
+def action_units(view: EpochView, action: NDArray[np.int64] | list[int] | tuple[int, int],
+                 encoding: str = "levels", planner: ForecastPlanner | None = None) -> NDArray[np.int64]:
     """Units to buy, by term, for a ``(type, ratio bucket)`` action."""
     kind, bucket = int(action[0]), int(action[1])
     out = np.zeros(len(TERMS), dtype=np.int64)
+    if encoding == "planner":
+        if kind == 0 or not (view.allowed[0] if kind == 1 else any(view.allowed)):
+            return out
+        terms = tuple(k == 0 if kind == 1 else True for k in range(len(TERMS)))
+        return (planner or ForecastPlanner()).units(view, scale=planner_scale(bucket), terms=terms)
     if kind == 0 or not view.allowed[kind - 1]:
         return out
     target = target_level(view, bucket)
@@ -147,9 +185,15 @@ def action_units(view: EpochView, action: NDArray[np.int64] | list[int] | tuple[
     return out
 
 
-def action_mask(view: EpochView) -> NDArray[np.bool_]:
-    """Mask of the ``MultiDiscrete([3, 21])`` action (types not on sale now are masked)."""
-    return np.array([True, *view.allowed] + [True] * RATIO_STEPS, dtype=bool)
+def action_mask(view: EpochView, encoding: str = "levels") -> NDArray[np.bool_]:
+    """Mask of the ``MultiDiscrete([3, 21])`` action (types not on sale now are masked).
+
+    With the ``planner`` encoding type 2 (every term on sale) stays open while any term is on sale.
+    """
+    types = list(view.allowed)
+    if encoding == "planner":
+        types[-1] = any(view.allowed)
+    return np.array([True, *types] + [True] * RATIO_STEPS, dtype=bool)
 
 
 Sampler = Callable[[np.random.Generator], tuple[DemandWindow, ReservationPrices]]
@@ -165,11 +209,14 @@ class ReservationEnv(gym.Env[NDArray[np.float32], NDArray[np.int64]]):
 
     metadata: dict[str, Any] = {"render_modes": []}
 
-    def __init__(self, sampler: Sampler, epoch_hours: int = EPOCH_HOURS) -> None:
+    def __init__(self, sampler: Sampler, epoch_hours: int = EPOCH_HOURS, action: str = "levels",
+                 planner: ForecastPlanner | None = None) -> None:
         super().__init__()
         self.sampler = sampler
         self.epoch_hours = epoch_hours
-        self.observation_space = gym.spaces.Box(low=-10.0, high=10.0, shape=(OBS_SIZE,), dtype=np.float32)
+        self.encoding = check_action(action)
+        self.planner = planner or ForecastPlanner()
+        self.observation_space = gym.spaces.Box(low=-10.0, high=10.0, shape=(obs_size(action),), dtype=np.float32)
         self.action_space = gym.spaces.MultiDiscrete([N_TYPES, RATIO_STEPS])
         self._rng = np.random.default_rng()
         self.window: DemandWindow | None = None
@@ -191,16 +238,16 @@ class ReservationEnv(gym.Env[NDArray[np.float32], NDArray[np.int64]]):
         self.epoch = 0
         self._view = epoch_view(self.window, self.buys, 0, self.prices, self.epoch_hours, self.force)
         self.scale = max(1.0, reference_level(self._view))
-        return np.clip(features(self._view), -10, 10), {}
+        return observe(self._view, self.encoding, self.planner), {}
 
     def action_masks(self) -> NDArray[np.bool_]:
         """For ``MaskablePPO``."""
         assert self._view is not None
-        return action_mask(self._view)
+        return action_mask(self._view, self.encoding)
 
     def step(self, action: NDArray[np.int64]) -> tuple[NDArray[np.float32], float, bool, bool, dict[str, Any]]:
         assert self.window is not None and self.prices is not None and self._view is not None
-        units = action_units(self._view, action)
+        units = action_units(self._view, action, self.encoding, self.planner)
         self.buys[self.epoch] = units
         a = self.epoch * self.epoch_hours
         saving = 0.0
@@ -219,8 +266,8 @@ class ReservationEnv(gym.Env[NDArray[np.float32], NDArray[np.int64]]):
         info: dict[str, Any] = {"saving": saving}
         if done:
             info["plan"] = Plan(self.buys.copy(), self.epoch_hours)
-            obs = np.zeros(OBS_SIZE, dtype=np.float32)
+            obs = np.zeros(obs_size(self.encoding), dtype=np.float32)
         else:
             self._view = epoch_view(self.window, self.buys, self.epoch, self.prices, self.epoch_hours, self.force)
-            obs = np.clip(features(self._view), -10, 10)
+            obs = observe(self._view, self.encoding, self.planner)
         return obs, reward, done, False, info

@@ -62,7 +62,8 @@ def plan_demand_file(demand: str | Path, train_until: str, *, config: str | Path
     notes = []
     if len(window) < min(TERM_HOURS[t] for t in prices.terms):
         notes.append(f"the held-out window ({len(window)} h) is shorter than the shortest term: no policy can buy")
-    names = list(policies) or ["none", "percentile", "best-fixed", "online", "ppo", "hindsight-optimal"]
+    names = list(policies) or ["none", "percentile", "best-fixed", "online", "forecast-mpc", "ppo",
+                                  "hindsight-optimal"]
     sampler = file_sampler(history, window_hours=len(window), prices=[prices])
     rng = np.random.default_rng(spec.ppo.seed)
     tuning: dict[str, Any] = {}
@@ -112,7 +113,7 @@ def _ppo(spec: Any, policy: str | Path | None, timesteps: int | None, save_polic
     path = policy or spec.ppo.policy_file
     if path:
         return PpoReservation(path=path)
-    cfg = TrainConfig(timesteps=timesteps or spec.ppo.timesteps, seed=spec.ppo.seed)
+    cfg = TrainConfig(timesteps=timesteps or spec.ppo.timesteps, seed=spec.ppo.seed, action=spec.ppo.action)
     say(f"training PPO for {cfg.timesteps} steps on windows drawn from the history")
     t0 = time.perf_counter()
     res = train_ppo(sampler, cfg, spec.epoch_hours)

@@ -2,7 +2,8 @@
 
 ``MaskablePPO`` (sb3-contrib) on :class:`~seedance.reservations.env.ReservationEnv`: the hybrid
 action is ``MultiDiscrete([3, 21])`` (type, capacity-ratio bucket) with the types that cannot be
-bought masked, see :mod:`seedance.reservations.env`. Training draws windows from a
+bought masked, see :mod:`seedance.reservations.env`; by default (``action="planner"``) the ratio
+scales the receding-horizon planner's forecast (:mod:`seedance.reservations.forecast`). Training draws windows from a
 :class:`~seedance.reservations.scenarios.WindowFactory` split (or any sampler); the policy sees only
 scale-free features of the past, so one policy serves demands of any size.
 
@@ -24,13 +25,15 @@ from seedance.core.errors import InputError
 from seedance.core.registry import Registry
 from seedance.reservations.accounting import EPOCH_HOURS
 from seedance.reservations.env import (
-    OBS_SIZE,
+    ACTIONS,
     RATIO_STEPS,
     ReservationEnv,
     Sampler,
     action_mask,
     action_units,
-    features,
+    check_action,
+    obs_size,
+    observe,
 )
 from seedance.reservations.policies import RESERVATION_POLICIES, EpochView, OnlinePolicy
 from seedance.reservations.pricing import TERMS
@@ -41,9 +44,11 @@ class TrainConfig:
     """PPO settings, chosen on the ``tune`` split (docs/reservations.md, the sweep table).
 
     SB3's PPO defaults except gamma 1 (the undiscounted objective), 4 environments (2,048 steps
-    per update in all), batch 256, entropy 0.01 and the learning rate 1e-3 (the sweep's best: 1.088
-    of the MILP's cost on the tune windows at 100 k steps, against 1.123 with SB3's 3e-4) and 125 k
-    steps (1.080 there; 150 k: 1.101).
+    per update in all), batch 256, entropy 0.01 and the learning rate 1e-3 (the first sweep's best,
+    ``levels`` action: 1.088 of the MILP's cost on the tune windows at 100 k steps, against 1.123
+    with SB3's 3e-4) and 125 k steps (1.080 there; 150 k: 1.101). The ``planner`` action (the
+    default since the second sweep): 1.054 on the same tune windows at 125 k steps, the planner it
+    starts from 1.059.
     """
 
     timesteps: int = 125_000
@@ -59,7 +64,11 @@ class TrainConfig:
     net_arch: tuple[int, ...] = (64, 64)
     n_envs: int = 4
     torch_threads: int = 1
+    action: str = "planner"
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        check_action(self.action)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +94,7 @@ def train_ppo(sampler: Sampler, config: TrainConfig = TrainConfig(), epoch_hours
     torch.set_num_threads(config.torch_threads)
 
     def make() -> Monitor:
-        return Monitor(ReservationEnv(sampler, epoch_hours))
+        return Monitor(ReservationEnv(sampler, epoch_hours, action=config.action))
 
     # each env draws its windows from its own stream (SB3 seeds env i with config.seed + i)
     env = DummyVecEnv([make] * config.n_envs)
@@ -123,10 +132,19 @@ def load_model(path: str | Path) -> Any:
         raise InputError(f"the policy's action space {space} is not the reservation engine's "
                          f"MultiDiscrete([3, {RATIO_STEPS}])",
                          source=src, field="action_space")
-    if model.observation_space.shape != (OBS_SIZE,):
-        raise InputError(f"the policy observes {model.observation_space.shape}, not the engine's {OBS_SIZE} features",
+    sizes = {obs_size(a): a for a in ACTIONS}
+    shape = model.observation_space.shape
+    if shape is None or len(shape) != 1 or shape[0] not in sizes:
+        raise InputError(f"the policy observes {shape}, not one of the engine's feature sets "
+                         f"({', '.join(f'{n} for {a}' for n, a in sizes.items())})",
                          source=src, field="observation_space")
     return model
+
+
+def model_action(model: Any) -> str:
+    """The action encoding a model was trained with (from its observation size)."""
+    n = int(model.observation_space.shape[0])
+    return next((a for a in ACTIONS if obs_size(a) == n), "levels")
 
 
 @RESERVATION_POLICIES.register("ppo")
@@ -134,26 +152,28 @@ class PpoReservation(OnlinePolicy):
     """A trained PPO policy, deciding from the past only (deterministic action)."""
 
     name = "ppo"
-    summary = "MaskablePPO over the hybrid action (type x capacity ratio of the forecast peak)"
+    summary = "MaskablePPO over the hybrid action (type x capacity ratio of the planner's forecast)"
 
     def __init__(self, model: Any = None, path: str | Path | None = None) -> None:
         if model is None and path is None:
             raise InputError("the ppo policy needs a trained model (--policy FILE or training)", field="policy")
         self.model = model if model is not None else load_model(path)  # type: ignore[arg-type]
         self.path = str(path) if path else None
+        self.encoding = model_action(self.model)
 
     def decide(self, view: EpochView) -> NDArray[np.int64]:
-        obs = np.clip(features(view), -10, 10)
-        action, _ = self.model.predict(obs, deterministic=True, action_masks=action_mask(view))
-        return action_units(view, np.asarray(action, dtype=np.int64))
+        obs = observe(view, self.encoding)
+        action, _ = self.model.predict(obs, deterministic=True, action_masks=action_mask(view, self.encoding))
+        return action_units(view, np.asarray(action, dtype=np.int64), self.encoding)
 
     def describe(self) -> dict[str, Any]:
-        return super().describe() | {"model": self.path or "trained in this run"}
+        return super().describe() | {"model": self.path or "trained in this run", "action": self.encoding}
 
 
 TRAIN_PRESETS: Registry[TrainConfig] = Registry("PPO training preset")
 TRAIN_PRESETS.add("default", TrainConfig())
 TRAIN_PRESETS.add("smoke", TrainConfig(timesteps=4096, n_steps=512, batch_size=128, n_epochs=4))
+TRAIN_PRESETS.add("levels", TrainConfig(action="levels"))
 
 
 def config_json(config: TrainConfig) -> dict[str, Any]:
