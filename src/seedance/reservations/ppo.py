@@ -48,7 +48,7 @@ class TrainConfig:
     ``levels`` action: 1.088 of the MILP's cost on the tune windows at 100 k steps, against 1.123
     with SB3's 3e-4) and 125 k steps (1.080 there; 150 k: 1.101). The ``planner`` action (the
     default since the second sweep): 1.054 on the same tune windows at 125 k steps, the planner it
-    starts from 1.059.
+    starts from 1.059; on 96 tune windows 1.113 against the planner's 1.090 (PPO does not beat it).
     """
 
     timesteps: int = 125_000
