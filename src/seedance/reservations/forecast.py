@@ -27,7 +27,7 @@ plan's true cost (equal when the covered layers of every hour are the lowest one
 any demand, so a gap below a covered layer only makes the true cost lower). The MILP can do better
 only by units that serve different layers in different epochs. Measured by
 ``benchmarks/bench_reservations_layered.py`` on the 24 ``tune`` windows (figures in
-docs/reservations.md); ``tests/reservations/test_forecast.py`` pins it against the MILP.
+docs/reservations.md); ``tests/reservations/test_reservations_forecast.py`` pins it against the MILP.
 """
 
 from __future__ import annotations
