@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -62,48 +62,43 @@ def run_policy(policy: ReservationPolicy, window: DemandWindow, prices: Reservat
     return PolicyResult(policy.name, plan, simulate_plan(plan, window, prices), wall, policy.describe())
 
 
+P = TypeVar("P", bound=ReservationPolicy)
+
+
+def _pick_setting(candidates: Sequence[tuple[dict[str, Any], P]],
+                  windows: Sequence[tuple[DemandWindow, ReservationPrices]],
+                  epoch_hours: int) -> tuple[P, list[dict[str, Any]]]:
+    """The candidate with the lowest mean cost relative to 'none' over ``windows`` (the first on ties),
+    and one row per candidate: its setting and that mean."""
+    nones = [float(simulate_plan(Plan.empty(len(w), epoch_hours), w, p).cost.sum()) for w, p in windows]
+    rows: list[dict[str, Any]] = []
+    scored: list[tuple[float, P]] = []
+    for setting, pol in candidates:
+        rel = [run_policy(pol, w, p, epoch_hours).total_cost / n for (w, p), n in zip(windows, nones, strict=True)]
+        scored.append((float(np.mean(rel)), pol))
+        rows.append({**setting, "mean_cost_vs_none": scored[-1][0]})
+    return min(scored, key=lambda x: x[0])[1], rows
+
+
 def tune_percentile(windows: Sequence[tuple[DemandWindow, ReservationPrices]],
                     grid: Sequence[tuple[float, float | None, str]] = PERCENTILE_GRID,
                     epoch_hours: int = EPOCH_HOURS) -> tuple[Percentile, list[dict[str, Any]]]:
     """The percentile setting with the lowest mean cost relative to 'none' over ``windows``."""
-    rows: list[dict[str, Any]] = []
-    nones = [float(simulate_plan(Plan.empty(len(w), epoch_hours), w, p).cost.sum()) for w, p in windows]
-    scored: list[tuple[float, Percentile]] = []
-    for lb, pct, term in grid:
-        pol = Percentile(lb, pct, term)
-        rel = [run_policy(pol, w, p, epoch_hours).total_cost / n for (w, p), n in zip(windows, nones, strict=True)]
-        scored.append((float(np.mean(rel)), pol))
-        rows.append({"lookback_days": lb, "percentile": pct, "term": term, "mean_cost_vs_none": scored[-1][0]})
-    return min(scored, key=lambda x: x[0])[1], rows
+    return _pick_setting([({"lookback_days": lb, "percentile": pct, "term": term}, Percentile(lb, pct, term))
+                          for lb, pct, term in grid], windows, epoch_hours)
 
 
 def tune_online(windows: Sequence[tuple[DemandWindow, ReservationPrices]],
                 epoch_hours: int = EPOCH_HOURS) -> tuple[OnlineBreakEven, list[dict[str, Any]]]:
     """The online algorithm's term (1 or 3 years) with the lowest mean cost over ``windows``."""
-    rows: list[dict[str, Any]] = []
-    scored: list[tuple[float, OnlineBreakEven]] = []
-    for term in ("1y", "3y"):
-        pol = OnlineBreakEven(term)
-        rel = [run_policy(pol, w, p, epoch_hours).total_cost
-               / float(simulate_plan(Plan.empty(len(w), epoch_hours), w, p).cost.sum()) for w, p in windows]
-        scored.append((float(np.mean(rel)), pol))
-        rows.append({"term": term, "mean_cost_vs_none": scored[-1][0]})
-    return min(scored, key=lambda x: x[0])[1], rows
+    return _pick_setting([({"term": term}, OnlineBreakEven(term)) for term in ("1y", "3y")], windows, epoch_hours)
 
 
 def tune_forecast(windows: Sequence[tuple[DemandWindow, ReservationPrices]],
                   grid: Sequence[dict[str, float]] = FORECAST_GRID,
                   epoch_hours: int = EPOCH_HOURS) -> tuple[ForecastPlanner, list[dict[str, Any]]]:
     """The receding-horizon planner's setting with the lowest mean cost relative to 'none' over ``windows``."""
-    nones = [float(simulate_plan(Plan.empty(len(w), epoch_hours), w, p).cost.sum()) for w, p in windows]
-    rows: list[dict[str, Any]] = []
-    scored: list[tuple[float, ForecastPlanner]] = []
-    for setting in grid:
-        pol = ForecastPlanner(**setting)
-        rel = [run_policy(pol, w, p, epoch_hours).total_cost / n for (w, p), n in zip(windows, nones, strict=True)]
-        scored.append((float(np.mean(rel)), pol))
-        rows.append({**setting, "mean_cost_vs_none": scored[-1][0]})
-    return min(scored, key=lambda x: x[0])[1], rows
+    return _pick_setting([(dict(setting), ForecastPlanner(**setting)) for setting in grid], windows, epoch_hours)
 
 
 def file_sampler(history: HourlyDemand, *, window_hours: int, synthetic_share: float = 0.3,

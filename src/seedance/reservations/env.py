@@ -30,7 +30,8 @@ reward is; the *observation* holds the past only (:func:`features`), so the poli
 
 **Two encodings of the capacity part** (:data:`ACTIONS`; the type part and the mask are the same):
 
-* ``levels`` (the default): the bucket is a committed level on the 60-day quantile scale (above).
+* ``levels`` (the environment's default; :class:`~seedance.reservations.ppo.TrainConfig` trains
+  with ``planner``): the bucket is a committed level on the 60-day quantile scale (above).
 * ``planner``: the bucket is a capacity *ratio* of the receding-horizon planner's forecast
   (:class:`~seedance.reservations.forecast.ForecastPlanner`): ratio ``0.5 + 0.05 x bucket`` in
   [0.5, 1.5] scales the forecast, the layered program plans the rest of the window on it, and the
